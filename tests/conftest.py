@@ -1,0 +1,57 @@
+"""Shared fixtures: tiny reference seq2seq models built on torch's own GRU (never the code
+students write), so library tests do not depend on any notebook."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from torch import nn
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+from course_lib.train import Seq2Seq  # noqa: E402
+from course_lib.vocab import VOCAB_SIZE  # noqa: E402
+
+
+class TinyEncoder(nn.Module):
+    def __init__(self, hidden: int = 16):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB_SIZE, hidden)
+        self.rnn = nn.GRU(hidden, hidden, batch_first=True)
+
+    def forward(self, src):
+        annotations, h = self.rnn(self.embed(src))  # (N, S, H), (1, N, H)
+        return annotations, h[0]
+
+
+class TinyAttentionDecoder(nn.Module):
+    """GRU decoder with dot-product attention over the annotations (returns (N, S, T))."""
+
+    def __init__(self, hidden: int = 16, attention: bool = True):
+        super().__init__()
+        self.attention = attention
+        self.embed = nn.Embedding(VOCAB_SIZE, hidden)
+        self.rnn = nn.GRU(hidden, hidden, batch_first=True)
+        self.out = nn.Linear(2 * hidden, VOCAB_SIZE)
+
+    def forward(self, tgt_in, annotations, hidden):
+        states, _ = self.rnn(self.embed(tgt_in), hidden[None])  # (N, T, H)
+        scores = states @ annotations.transpose(1, 2)  # (N, T, S)
+        weights = scores.softmax(dim=-1)
+        context = weights @ annotations  # (N, T, H)
+        logits = self.out(torch.cat([states, context], dim=-1))  # (N, T, V)
+        return logits, (weights.transpose(1, 2) if self.attention else None)
+
+
+@pytest.fixture
+def no_quick(monkeypatch):
+    """Quick mode off, whatever the environment (CI sets COURSE_QUICK=1)."""
+    monkeypatch.setenv("COURSE_QUICK", "0")
+
+
+@pytest.fixture
+def tiny_model():
+    torch.manual_seed(0)
+    return Seq2Seq(TinyEncoder(), TinyAttentionDecoder())

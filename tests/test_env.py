@@ -44,3 +44,16 @@ def test_setup_reports(capsys, monkeypatch):
 
 def test_device_preference():
     assert env.get_device("cpu") == torch.device("cpu")
+
+
+def test_setup_limits_cpu_threads(monkeypatch):
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        env.setup(verbose=False, cpu_threads=1)
+        assert torch.get_num_threads() == 1
+        env.setup(verbose=False, cpu_threads=None)
+        assert torch.get_num_threads() == 1  # None leaves it alone
+    finally:
+        torch.set_num_threads(before)

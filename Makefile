@@ -39,3 +39,33 @@ format: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# The autograder (autograder/, settings in course.toml). Every target depends on setup.
+#   make release             TAs: check the solutions, write assignments/a3 and the student bundle
+#   make grade [JOBS=N]      instructors: grade autograder/submitted/ (the demo class when empty);
+#                            TIMEOUT=S overrides the seconds per cell
+#   make collect ZIP=f.zip   import an LMS download zip into autograder/submitted/
+#   make formgrade           JupyterLab with nbgrader's formgrader, for the written answers
+#   make bench               notebook timings (full mode), then grading seconds per student
+.PHONY: release grade collect formgrade bench
+
+JOBS ?=
+TIMEOUT ?=
+AUTOGRADER := $(PY) -m autograder
+
+release: $(STAMP)
+	$(AUTOGRADER) release $(if $(JOBS),--jobs $(JOBS))
+
+grade: $(STAMP)
+	$(AUTOGRADER) grade $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--cell-timeout $(TIMEOUT))
+
+collect: $(STAMP)
+	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/download.zip" >&2; exit 2; }
+	$(AUTOGRADER) collect "$(ZIP)"
+
+formgrade: $(STAMP)
+	$(AUTOGRADER) formgrade
+
+bench: $(STAMP)
+	$(PY) bench/notebooks.py solutions/a3/*.ipynb
+	$(AUTOGRADER) bench

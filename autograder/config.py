@@ -1,0 +1,159 @@
+"""The course settings (``course.toml`` at the repository root) and the paths derived from them.
+
+Everything the autograder reads or writes is reached from a :class:`Course`:
+
+    root/course.toml                    settings (this module)
+    root/solutions/<a>/*.ipynb          instructor notebooks: the assignment's notebooks
+    root/assignments/<a>/*.ipynb        student notebooks (written by ``release``)
+    root/autograder/                    nbgrader course directory of the real class
+    root/autograder/demo/               nbgrader course directory of the demo class
+    root/autograder/out/                grades.csv, summary.txt, the student bundle
+
+where ``<a>`` is the assignment id. Tests point ``root`` at a temporary copy of a course.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CONFIG_FILE = "course.toml"
+PLACEHOLDERS = ("{{GITHUB_REPO}}", "{{BRANCH}}")
+
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_BRANCH = re.compile(r"[A-Za-z0-9_./-]+")
+_ASSIGNMENT = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class ConfigError(ValueError):
+    """``course.toml`` is missing or holds an invalid value."""
+
+
+@dataclass(frozen=True)
+class GradeSettings:
+    """The ``[grade]`` table: time limits (seconds) and the number of parallel workers."""
+
+    cell_timeout: int = 300
+    demo_cell_timeout: int = 90
+    student_timeout: int = 1800
+    jobs: int = 0
+
+    def workers(self, jobs: int | None = None) -> int:
+        """Parallel workers: ``jobs`` if given, else the setting; 0 means one per CPU core."""
+        n = self.jobs if jobs is None else jobs
+        return n if n > 0 else max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Course:
+    """One course offering: its settings and where its files live."""
+
+    root: Path
+    assignment: str
+    github_repo: str
+    branch: str
+    grade: GradeSettings
+    collect_pattern: str
+    allowed_copies: tuple[str, ...] = ()  # [release] allowed_copies: see course.toml
+
+    @property
+    def solutions_dir(self) -> Path:
+        return self.root / "solutions" / self.assignment
+
+    @property
+    def assignments_dir(self) -> Path:
+        return self.root / "assignments" / self.assignment
+
+    @property
+    def grader_dir(self) -> Path:
+        """The nbgrader course directory of the real class (holds ``nbgrader_config.py``)."""
+        return self.root / "autograder"
+
+    @property
+    def demo_dir(self) -> Path:
+        """The nbgrader course directory of the demo class (generated, gitignored)."""
+        return self.grader_dir / "demo"
+
+    @property
+    def out_dir(self) -> Path:
+        return self.grader_dir / "out"
+
+    @property
+    def bundle_path(self) -> Path:
+        """The zip students download: released notebooks and an install README."""
+        return self.out_dir / f"{self.assignment}-student.zip"
+
+    def notebooks(self) -> list[str]:
+        """The assignment's notebook names (no extension), discovered from ``solutions/``."""
+        return sorted(p.stem for p in self.solutions_dir.glob("*.ipynb"))
+
+    @property
+    def install_requirement(self) -> str:
+        """What a student passes to pip to install course_lib from the course repository."""
+        return f"course-lib @ git+https://github.com/{self.github_repo}@{self.branch}"
+
+    def colab_url(self, notebook: str) -> str:
+        """The Colab link of a released notebook (what the badges point to)."""
+        return (
+            f"https://colab.research.google.com/github/{self.github_repo}/blob/{self.branch}/"
+            f"assignments/{self.assignment}/{notebook}.ipynb"
+        )
+
+    def stamp(self, text: str) -> str:
+        """``text`` with the ``{{GITHUB_REPO}}`` and ``{{BRANCH}}`` placeholders filled in."""
+        return text.replace("{{GITHUB_REPO}}", self.github_repo).replace("{{BRANCH}}", self.branch)
+
+
+def load(root: Path | str | None = None) -> Course:
+    """Read ``root/course.toml`` (``root`` defaults to this repository) and check its values."""
+    root = Path(root or REPO_ROOT).resolve()
+    path = root / CONFIG_FILE
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError as err:
+        raise ConfigError(f"{path} not found: the autograder needs the course settings") from err
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path} is not valid TOML: {err}") from err
+    course = data.get("course", {})
+    grade = data.get("grade", {})
+    collect = data.get("collect", {})
+    allowed = data.get("release", {}).get("allowed_copies", [])
+    if not isinstance(allowed, list) or not all(isinstance(x, str) for x in allowed):
+        raise ConfigError(f"{path}: [release] allowed_copies must be a list of strings")
+
+    def need(table: dict, key: str, pattern: re.Pattern, example: str) -> str:
+        value = table.get(key)
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            raise ConfigError(f"{path}: set {key} (for example {example!r}), got {value!r}")
+        return value
+
+    settings = GradeSettings(
+        **{k: int(v) for k, v in grade.items() if k in GradeSettings.__dataclass_fields__}
+    )
+    if min(settings.cell_timeout, settings.demo_cell_timeout, settings.student_timeout) <= 0:
+        raise ConfigError(f"{path}: the [grade] time limits must be positive seconds")
+    pattern = collect.get("pattern", "")
+    try:
+        groups = re.compile(pattern).groupindex
+    except re.error as err:
+        raise ConfigError(f"{path}: [collect] pattern is not a regular expression: {err}") from err
+    if not {"student_id", "file_id"} <= set(groups):
+        raise ConfigError(f"{path}: [collect] pattern must name the groups student_id and file_id")
+    return Course(
+        root=root,
+        assignment=need(course, "assignment", _ASSIGNMENT, "a3"),
+        github_repo=need(course, "github_repo", _REPO, "example-org/a3-nmt-bert"),
+        branch=need(course, "branch", _BRANCH, "main"),
+        grade=settings,
+        collect_pattern=pattern,
+        allowed_copies=tuple(line.strip() for line in allowed),
+    )

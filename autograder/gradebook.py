@@ -1,0 +1,73 @@
+"""Reading scores from nbgrader's gradebook, and zeroing notebooks that could not be graded.
+
+nbgrader's own export shows a notebook that failed to grade and one that waits for manual
+grading the same way (0 points); here each graded cell keeps its score, its maximum, whether
+it is autograded (a code test) and whether it waits for a grader, and the flags come from what
+the grading run saw (``grading.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CellGrade:
+    """The current grade of one graded cell of one student's notebook."""
+
+    grade_id: str
+    score: float  # the manual score when a grader gave one, else the autograder's
+    max: float
+    auto: bool  # a code test (else a written answer)
+    needs_manual: bool
+
+
+Scores = dict[tuple[str, str], list[CellGrade]]  # (student, notebook) -> its graded cells
+
+
+def read_scores(db_url: str, assignment: str, students: list[str]) -> Scores:
+    """The graded cells of every notebook ``students`` have in the gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    scores: Scores = {}
+    with Gradebook(db_url) as gb:
+        for student in students:
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            for nb in submission.notebooks:
+                scores[(student, nb.name)] = [
+                    CellGrade(
+                        grade_id=g.name,
+                        score=float(g.score or 0.0),
+                        max=float(g.max_score or 0.0),
+                        auto=g.cell_type == "code",
+                        needs_manual=bool(g.needs_manual_grade),
+                    )
+                    for g in sorted(nb.grades, key=lambda g: g.name)
+                ]
+    return scores
+
+
+def zero_notebooks(db_url: str, assignment: str, student: str, names: list[str]) -> None:
+    """Score every graded cell of ``names`` 0 for ``student``, as nbgrader does for a missing
+    notebook (instead of leaving it looking like "needs manual grading"). A manual score a
+    grader gave is kept, never lost, and marked for review. Creates the submission if needed."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gb:
+        gb.update_or_create_student(student)
+        try:
+            gb.find_submission(assignment, student)
+        except MissingEntry:
+            gb.add_submission(assignment, student)
+        for name in names:
+            try:
+                nb = gb.find_submission_notebook(name, assignment, student)
+            except MissingEntry:
+                continue
+            for grade in nb.grades:
+                grade.auto_score = 0
+                grade.needs_manual_grade = grade.manual_score is not None
+        gb.db.commit()

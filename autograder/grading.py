@@ -1,0 +1,402 @@
+"""``make grade``: grade every submission (the demo class when there is none) and report.
+
+One run, for the course directory ``gdir`` (``autograder/`` or ``autograder/demo/``):
+
+1. ``nbgrader generate_assignment`` when the solutions changed (gradebook backed up first);
+   for the demo class, write its submissions (``demo.py``);
+2. intake every student (``intake.py``): broken, renamed and tampered notebooks are sorted
+   out before anything runs, and what will be graded is staged in ``intake/`` and hashed;
+3. skip students whose staged notebooks, assignment and time limit have not changed since
+   their last complete grading (re-running is idempotent and cheap: ``--regrade`` forces);
+4. back up the gradebook, then grade the others, ``jobs`` at a time: one child process per
+   student (``worker.py``), so workers never share a student (nbgrader over one SQLite
+   gradebook is safe for disjoint students) and a student can only ever cost their own
+   grade. A worker past ``student_timeout`` is killed with its kernels; what it did not
+   finish is scored 0 and flagged;
+5. after each student, record what happened in ``grading-state.json`` (atomically), so a crash
+   mid-run keeps every earlier student's grades and state;
+6. read the scores from the gradebook and write ``autograder/out/grades.csv``,
+   ``summary.txt``, a page per student next to nbgrader's HTML feedback, and print the summary
+   table and a histogram.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import demo, intake, nbgrader_dir, notebooks, report
+from .config import Course
+from .gradebook import Scores, read_scores, zero_notebooks
+from .nbgrader_dir import GradingDir
+
+# nbgrader matches student ids as glob patterns and uses them as folder names.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+STATE_VERSION = 1
+
+
+@dataclass
+class StudentRun:
+    """What grading one student did (stored per student in ``grading-state.json``)."""
+
+    fingerprint: str
+    intake: dict
+    worker: dict = field(default_factory=dict)  # the worker's result file (see worker.py)
+    killed: bool = False
+    exit_code: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Graded to a final verdict: the worker finished, or the student's time limit stopped
+        it (grading again would stop it again). Otherwise the next run grades them again."""
+        return bool(self.worker.get("done")) or self.killed
+
+
+@dataclass
+class GradeResult:
+    """What ``grade`` returns."""
+
+    gdir: GradingDir
+    rows: list[report.Row]
+    graded: list[str]
+    skipped: list[str]
+    seconds: float
+
+    incomplete: list[str] = field(default_factory=list)  # grader crashed: grade them again
+
+
+class State:
+    """``grading-state.json``: the last run of each student, saved atomically after each."""
+
+    def __init__(self, gdir: GradingDir):
+        self.path = gdir.state_file
+        self.lock = threading.Lock()
+        self.students: dict[str, StudentRun] = {}
+        if self.path.exists():
+            try:
+                data = json.loads(self.path.read_text())
+                if data.get("version") == STATE_VERSION:
+                    self.students = {k: StudentRun(**v) for k, v in data["students"].items()}
+            except (OSError, ValueError, TypeError) as err:
+                print(f"ignoring unreadable {self.path}: {err}")
+
+    def record(self, student: str, run: StudentRun) -> None:
+        with self.lock:
+            self.students[student] = run
+            data = {
+                "version": STATE_VERSION,
+                "students": {k: v.__dict__ for k, v in sorted(self.students.items())},
+            }
+            notebooks.write_bytes(self.path, json.dumps(data, indent=1).encode())
+
+
+def list_students(gdir: GradingDir) -> list[str]:
+    """Every folder in ``submitted/`` that holds anything."""
+    if not gdir.submitted.is_dir():
+        return []
+    return sorted(p.name for p in gdir.submitted.iterdir() if p.is_dir() and any(p.iterdir()))
+
+
+def worker_command(gdir: GradingDir, student: str, cell_timeout: int, result: Path) -> list[str]:
+    """The one command that grades ``student``: what a sandbox wraps (see worker.py)."""
+    return [
+        sys.executable, "-m", "autograder.worker", str(gdir.root), gdir.assignment, student,
+        f"--cell-timeout={cell_timeout}", f"--result={result}",
+    ]  # fmt: skip
+
+
+def kill_tree(pid: int) -> None:
+    """Kill a process and all its descendants (nbgrader's kernels run in their own sessions,
+    so killing the process group alone would leave them running)."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        procs = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        return
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+
+
+_live: set[int] = set()  # pids of the running workers, killed with their kernels on Ctrl-C
+_live_lock = threading.Lock()
+
+
+def run_worker(
+    gdir: GradingDir, student: str, cell_timeout: int, wall: int, threads: int
+) -> tuple[dict, bool, int | None, float]:
+    """Grade ``student`` in a child process; return (its result, killed, exit code, seconds).
+    Retried once if the gradebook was locked by another worker."""
+    logs = gdir.root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    result_file, log_file = logs / f"{student}.json", logs / f"{student}.log"
+    start = time.perf_counter()
+    for attempt in range(2):
+        result_file.unlink(missing_ok=True)
+        cmd = worker_command(gdir, student, cell_timeout, result_file)
+        with open(log_file, "wb") as log:
+            proc = subprocess.Popen(
+                cmd, cwd=gdir.root, env=nbgrader_dir.child_env(threads), stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            with _live_lock:
+                _live.add(proc.pid)
+            killed = False
+            try:
+                code = proc.wait(timeout=max(1.0, wall - (time.perf_counter() - start)))
+            except subprocess.TimeoutExpired:
+                kill_tree(proc.pid)
+                code, killed = proc.wait(), True
+            finally:
+                with _live_lock:
+                    _live.discard(proc.pid)
+        try:
+            result = json.loads(result_file.read_text())
+        except (OSError, ValueError):
+            result = {"student": student, "done": False, "notebooks": {}}
+        locked = "database is locked" in log_file.read_text(errors="replace")
+        if killed or result.get("done") or not locked or attempt:
+            break
+    return result, killed, code, round(time.perf_counter() - start, 2)
+
+
+def rows_for(
+    student: str, run: StudentRun | None, specs: dict[str, notebooks.NotebookSpec],
+    scores: Scores, cell_timeout: int, problem: str = "",
+) -> list[report.Row]:  # fmt: skip
+    """The report rows of one student, from what the intake and worker saw and the gradebook."""
+    rows = []
+    taken = intake.StudentIntake.from_dict(run.intake) if run else None
+    for name, spec in specs.items():
+        row = report.empty_row(student, spec)
+        rows.append(row)
+        if taken is None:
+            row.flags.append("failed")
+            row.notes.append(problem or "not graded")
+            continue
+        seen = taken.notebooks[name]
+        row.file, row.flags, row.notes = seen.file, list(seen.flags), list(seen.notes)
+        done = run.worker.get("notebooks", {}).get(name, {})
+        if seen.staged and not done.get("graded"):
+            row.flags.append("failed")
+            if run.killed:
+                row.flags.append("timeout")
+                row.notes.append("grading stopped: the student's time limit ran out")
+            else:
+                row.notes.append(done.get("error") or "the grader stopped before this notebook")
+        if done.get("timeouts"):
+            row.flags.append("timeout")
+            row.notes.append(f"stopped after {cell_timeout} s: {', '.join(done['timeouts'])}")
+        if done.get("stderr_tests"):
+            row.notes.append(
+                "scored 0 for writing to stderr (nbgrader's rule): "
+                + ", ".join(done["stderr_tests"])
+            )
+        if not (seen.staged and done.get("graded")):
+            continue
+        for cell in scores.get((student, name), []):
+            row.cells[cell.grade_id] = (cell.score, cell.max)
+            if cell.auto:
+                row.autograded += cell.score
+            else:
+                row.manual += cell.score
+            if cell.needs_manual and "needs-manual" not in row.flags:
+                row.flags.append("needs-manual")
+    for note in taken.notes if taken else []:
+        rows[0].notes.append(note)
+    return rows
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one ``grade`` run does."""
+
+    gdir: GradingDir
+    demo: bool
+    cell_timeout: int
+    workers: int
+    regrade: bool = False
+    students: list[str] | None = None  # None: everyone
+
+    @property
+    def title(self) -> str:
+        if self.demo:
+            return "the DEMO class (no submissions in autograder/submitted/)"
+        return "submissions"
+
+
+def grade(
+    course: Course,
+    jobs: int | None = None,
+    cell_timeout: int | None = None,
+    demo_class: bool | None = None,
+    regrade: bool = False,
+    students: list[str] | None = None,
+    log=print,
+) -> GradeResult:
+    """Grade the class (see the module docstring). ``demo_class`` None: the demo class when no
+    real submission exists. ``students``: grade only these (the report still lists everyone)."""
+    real = nbgrader_dir.real(course)
+    use_demo = demo_class if demo_class is not None else not list_students(real)
+    default = course.grade.demo_cell_timeout if use_demo else course.grade.cell_timeout
+    plan = Plan(
+        gdir=nbgrader_dir.demo(course) if use_demo else real,
+        demo=use_demo,
+        cell_timeout=cell_timeout or default,
+        workers=course.grade.workers(jobs),
+        regrade=regrade,
+        students=students,
+    )
+    log(f"grading {plan.title} in {plan.gdir.root}: {plan.workers} worker(s), "
+        f"{plan.cell_timeout} s per cell")  # fmt: skip
+    with exclusive(plan.gdir):
+        return grade_plan(course, plan, log)
+
+
+@contextlib.contextmanager
+def exclusive(gdir: GradingDir):
+    """Hold ``gdir``'s grading lock: two runs at once would grade the same students."""
+    import fcntl
+
+    gdir.root.mkdir(parents=True, exist_ok=True)
+    with open(gdir.root / ".grading.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"another `make grade` is running in {gdir.root}") from None
+        yield
+
+
+def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
+    """The grading run of ``plan`` (steps 1-6 of the module docstring)."""
+    start = time.perf_counter()
+    gdir, limit, workers = plan.gdir, plan.cell_timeout, plan.workers
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    if nbgrader_dir.generate_assignment(course, gdir):
+        log("  nbgrader generate_assignment: assignment (re)loaded into the gradebook")
+    if plan.demo:
+        demo.build(course, gdir)
+    names = course.notebooks()
+    released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
+    specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
+    assignment_hash = gdir.source_stamp.read_text().strip()
+    state = State(gdir)
+    everyone = list_students(gdir)
+    chosen = everyone if not plan.students else [s for s in everyone if s in plan.students]
+    for unknown in set(plan.students or []) - set(everyone):
+        log(f"  no submission for student {unknown!r}")
+
+    todo: list[str] = []
+    skipped: list[str] = []
+    invalid: dict[str, str] = {}
+    for student in chosen:
+        if not STUDENT_ID.fullmatch(student):
+            invalid[student] = "student id (folder name) not usable: letters, digits, ._@+- only"
+            continue
+        seen, staged = intake.read_student(gdir, student, released)
+        seen.fingerprint = intake.stage(gdir, seen, staged)
+        fingerprint = _fingerprint(assignment_hash, str(limit), seen.fingerprint)
+        before = state.students.get(student)
+        if before and before.complete and before.fingerprint == fingerprint and not plan.regrade:
+            skipped.append(student)
+        else:
+            state.students.pop(student, None)
+            todo.append(student)
+            state.record(student, StudentRun(fingerprint, seen.to_dict()))
+
+    if todo:
+        backup = nbgrader_dir.backup_gradebook(gdir, "grade")
+        if backup:
+            log(f"  gradebook backed up to {backup}")
+        log(f"  grading {len(todo)} student(s), {len(skipped)} unchanged since last time")
+
+        def one(student: str) -> None:
+            pending = state.students[student]
+            result, killed, code, seconds = run_worker(
+                gdir, student, limit, course.grade.student_timeout, threads
+            )
+            if killed or not result.get("done"):
+                unfinished = [n for n in names if not result["notebooks"].get(n, {}).get("graded")]
+                zero_notebooks(gdir.db_url, gdir.assignment, student, unfinished)
+            run = StudentRun(pending.fingerprint, pending.intake, result, killed, code, seconds)
+            state.record(student, run)
+            status = (
+                "killed (time limit)" if killed else ("done" if run.complete else f"exit {code}")
+            )
+            log(f"  {student:24} {seconds:7.1f} s  {status}")
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(one, s) for s in todo]
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:  # Ctrl-C or a bug: stop every worker and its kernels
+                for future in futures:
+                    future.cancel()
+                with _live_lock:
+                    running = list(_live)
+                for pid in running:
+                    kill_tree(pid)
+                raise
+    else:
+        log(f"  all {len(skipped)} student(s) unchanged since last time: nothing to grade")
+
+    incomplete = [s for s in todo if not state.students[s].complete]
+    if incomplete:
+        log(f"  not graded to the end (see {gdir.root / 'logs'}): {', '.join(incomplete)}")
+    scores = read_scores(gdir.db_url, gdir.assignment, everyone)
+    rows: list[report.Row] = []
+    for student in everyone:
+        run = state.students.get(student)
+        rows += rows_for(student, run, specs, scores, limit, invalid.get(student, ""))
+    write_reports(course, gdir, rows, title=plan.title, log=log)
+    seconds = round(time.perf_counter() - start, 1)
+    return GradeResult(gdir, rows, todo, skipped, seconds, incomplete)
+
+
+def write_reports(
+    course: Course, gdir: GradingDir, rows: list[report.Row], title: str, log=print
+) -> None:
+    """grades.csv, summary.txt and the per-student pages; print the summary and histogram."""
+    course.out_dir.mkdir(parents=True, exist_ok=True)
+    report.write_csv(rows, course.out_dir / "grades.csv")
+    for student, srows in report.by_student(rows).items():
+        folder = gdir.student_dir(gdir.feedback, student)
+        files = {
+            r.notebook: f"{r.notebook}.html"
+            for r in srows
+            if (folder / f"{r.notebook}.html").exists()
+        }
+        page = report.student_page(student, srows, files)
+        notebooks.write_bytes(folder / "index.html", page.encode())
+    text = "\n\n".join(
+        [
+            f"Grades of {title}",
+            report.summary_table(rows),
+            report.histogram(rows),
+            f"grades: {course.out_dir / 'grades.csv'}\nfeedback: {gdir.feedback}/<student>/"
+            f"{gdir.assignment}/index.html\nwritten answers: make formgrade",
+        ]
+    )
+    notebooks.write_bytes(course.out_dir / "summary.txt", (text + "\n").encode())
+    log(text)

@@ -1,0 +1,339 @@
+"""Reading one student's submission before anything runs: what will be graded, and flags.
+
+The files handed in, ``submitted/<student>/<a>/*.ipynb``, are never modified. For each
+assignment notebook the intake decides which file (if any) is graded, and writes that file,
+repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it up:
+
+- a file that is not valid JSON or not a notebook cannot be graded: ``failed``;
+- a file under another name (``Copy of 1_gru.ipynb``, ``1_gru-1.ipynb``) is matched to its
+  assignment notebook by content (the grade ids and locked cells it shares with each released
+  notebook) when exactly one notebook matches, and flagged ``renamed`` either way;
+- a test or locked code cell that was edited or deleted, nbgrader metadata that was changed
+  or duplicated, is flagged ``tampered`` and repaired so that what the release asked for is
+  graded: deleted cells are put back at their place, metadata reset (nbgrader restores the
+  source of edited cells and adds the hidden tests). Metadata lost by copying the notebook
+  into a new one is given back from the content (a note, not a flag);
+- no usable file: ``missing``.
+
+Shape of the result: a :class:`StudentIntake` with one :class:`NotebookIntake` per assignment
+notebook; ``to_dict``/``from_dict`` give the JSON stored in ``grading-state.json``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from . import notebooks
+from .nbgrader_dir import GradingDir
+
+MATCH_THRESHOLD = 0.5  # share of a released notebook's cells a renamed file must contain
+MAX_NOTEBOOK_BYTES = 50_000_000
+
+
+@dataclass
+class NotebookIntake:
+    """What the intake decided for one assignment notebook of one student."""
+
+    notebook: str
+    file: str = ""  # the submitted file that is graded ("" if none)
+    staged: bool = False  # written to intake/ for nbgrader
+    flags: list[str] = field(default_factory=list)  # missing, failed, renamed, tampered
+    notes: list[str] = field(default_factory=list)
+
+    def flag(self, name: str, note: str | None = None) -> None:
+        if name not in self.flags:
+            self.flags.append(name)
+        if note:
+            self.notes.append(note)
+
+
+@dataclass
+class StudentIntake:
+    """One student's submission as read; ``fingerprint`` hashes what nbgrader will grade."""
+
+    student: str
+    notebooks: dict[str, NotebookIntake]
+    fingerprint: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StudentIntake:
+        nbs = {k: NotebookIntake(**v) for k, v in data["notebooks"].items()}
+        return cls(data["student"], nbs, data.get("fingerprint", ""), data.get("notes", []))
+
+
+def _normalise(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().split("\n"))
+
+
+def parse(data: bytes) -> tuple[NotebookNode | None, str]:
+    """The notebook in ``data`` (repaired when nbformat can), or None and why not."""
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return None, f"larger than {MAX_NOTEBOOK_BYTES // 1_000_000} MB"
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Exception as err:  # invalid UTF-8, JSON or notebook structure
+        return None, f"not a valid notebook ({type(err).__name__}: {str(err)[:200]})"
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError:
+        try:  # outputs are cleared before grading anyway; invalid metadata is dropped
+            for cell in nb.get("cells", []):
+                if cell.get("cell_type") == "code":
+                    cell["outputs"], cell["execution_count"] = [], None
+            _, repaired = nbformat.validator.normalize(nb, strip_invalid_metadata=True)
+            nb = nbformat.from_dict(repaired)
+            nbformat.validate(nb)
+        except Exception as err:
+            return None, f"not a valid notebook ({str(err).splitlines()[0][:200]})"
+    if not isinstance(nb.get("cells"), list):
+        return None, "not a valid notebook (no cells)"
+    return nb, ""
+
+
+def similarity(nb: NotebookNode, released: NotebookNode) -> float:
+    """Share of ``released``'s identifying content found in ``nb``: its grade ids, or the
+    sources of its locked and markdown cells (for a notebook whose metadata was lost)."""
+    ids = {notebooks.grade_id(c) for c in released.cells} - {None}
+    have_ids = {notebooks.grade_id(c) for c in nb.cells}
+    texts = {
+        _normalise(c.source)
+        for c in released.cells
+        if (notebooks.is_locked(c) or c.cell_type == "markdown") and not notebooks.is_solution(c)
+    } - {""}
+    have_texts = {_normalise(c.source) for c in nb.cells}
+    by_id = len(ids & have_ids) / len(ids) if ids else 0.0
+    by_text = len(texts & have_texts) / len(texts) if texts else 0.0
+    return max(by_id, by_text)
+
+
+def best_match(nb: NotebookNode, released: dict[str, NotebookNode]) -> str | None:
+    """The assignment notebook ``nb`` is a copy of, when exactly one matches best."""
+    scores = sorted(((similarity(nb, r), name) for name, r in released.items()), reverse=True)
+    if not scores or scores[0][0] < MATCH_THRESHOLD:
+        return None
+    if len(scores) > 1 and scores[1][0] >= scores[0][0]:
+        return None
+    return scores[0][1]
+
+
+def name_match(filename: str, names: list[str]) -> str | None:
+    """The assignment notebook whose name appears in ``filename``, when exactly one does."""
+    hits = [n for n in names if n in filename]
+    return hits[0] if len(hits) == 1 else None
+
+
+KEYS = ("grade", "solution", "locked", "points")  # nbgrader metadata a student cannot change
+
+
+def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[str], list[str]]:
+    """Compare ``nb`` with the released notebook and repair it in place so nbgrader grades what
+    the release asked for. Return (tampering found, notes). Repairs:
+
+    - cells that lost their nbgrader metadata (a notebook copied into a new one) get it back:
+      a test or locked cell when its source is unchanged, an answer when it sits between the
+      same two cells as in the release (a note, not tampering);
+    - of cells sharing a grade id, the one matching the release (else the last) keeps it;
+    - nbgrader metadata changed by the student is reset to the release's, and a grade id the
+      release does not have is removed;
+    - a deleted test, locked code cell or written answer is put back at its released place.
+
+    nbgrader itself puts back the source of an edited locked cell (and the hidden tests)."""
+    problems: list[str] = []
+    notes: list[str] = []
+    ours = {notebooks.grade_id(c): c for c in released.cells if notebooks.grade_id(c)}
+
+    present = {notebooks.grade_id(c) for c in nb.cells}
+    lost = [gid for gid in ours if gid not in present]
+    for gid in sorted(lost, key=lambda g: not notebooks.is_protected(ours[g])):
+        twin = _twin(nb, released, ours[gid])
+        if twin is not None:
+            twin.metadata["nbgrader"] = copy.deepcopy(notebooks.meta(ours[gid]))
+            notes.append(f"cell {gid} had lost its nbgrader metadata: given back")
+
+    for gid in {notebooks.grade_id(c) for c in nb.cells} - {None}:
+        copies = [c for c in nb.cells if notebooks.grade_id(c) == gid]
+        if len(copies) > 1:
+            problems.append(f"duplicated cell {gid}")
+            keep = next((c for c in copies if gid in ours and _same(c, ours[gid])), copies[-1])
+            for c in copies:
+                if c is not keep:
+                    del c.metadata["nbgrader"]
+
+    for cell in nb.cells:
+        gid = notebooks.grade_id(cell)
+        if gid is None:
+            continue
+        if gid not in ours:
+            problems.append(f"cell {gid} is not in the released notebook")
+            del cell.metadata["nbgrader"]
+            continue
+        mine, theirs = notebooks.meta(cell), notebooks.meta(ours[gid])
+        if any(mine.get(k) != theirs.get(k) for k in KEYS) or cell.cell_type != ours[gid].cell_type:
+            problems.append(f"changed the nbgrader metadata of cell {gid}")
+            cell.metadata["nbgrader"] = copy.deepcopy(theirs)
+        elif notebooks.is_protected(ours[gid]) and not _same(cell, ours[gid]):
+            problems.append(f"edited locked cell {gid}")
+
+    present = {notebooks.grade_id(c) for c in nb.cells}
+    previous: str | None = None
+    for gid, cell in ours.items():
+        if gid not in present and (notebooks.is_protected(cell) or notebooks.is_grade(cell)):
+            problems.append(f"deleted cell {gid}")
+            _insert_after(nb, previous, copy.deepcopy(cell))
+        previous = gid
+    return problems, notes
+
+
+def _twin(nb: NotebookNode, released: NotebookNode, cell: NotebookNode) -> NotebookNode | None:
+    """The cell of ``nb`` without nbgrader metadata that is ``cell`` of the release: the same
+    source for a locked cell; for an answer, the one between the same two neighbours."""
+    bare = [c for c in nb.cells if not notebooks.meta(c) and c.cell_type == cell.cell_type]
+    if notebooks.is_protected(cell):
+        return next((c for c in bare if _same(c, cell)), None)
+    i = next(k for k, c in enumerate(released.cells) if c is cell)
+    if i == 0 or i + 1 >= len(released.cells):
+        return None
+    before, after = released.cells[i - 1], released.cells[i + 1]
+    for k in range(1, len(nb.cells) - 1):
+        here = nb.cells[k]
+        if any(here is c for c in bare) and _same(nb.cells[k - 1], before):
+            if _same(nb.cells[k + 1], after) or notebooks.grade_id(nb.cells[k + 1]) == (
+                notebooks.grade_id(after) or False
+            ):
+                return here
+    return None
+
+
+def _same(cell: NotebookNode, other: NotebookNode) -> bool:
+    return cell.cell_type == other.cell_type and _normalise(cell.source) == _normalise(other.source)
+
+
+def _insert_after(nb: NotebookNode, grade_id: str | None, cell: NotebookNode) -> None:
+    """Insert ``cell`` right after the cell named ``grade_id`` (and any cells already put back
+    after it), or first when there is none."""
+    index = 0
+    if grade_id is not None:
+        for i, c in enumerate(nb.cells):
+            if notebooks.grade_id(c) == grade_id:
+                index = i + 1
+        while index < len(nb.cells) and nb.cells[index].get("metadata", {}).get(
+            "autograder_restored"
+        ):
+            index += 1
+    cell.metadata["autograder_restored"] = True
+    cell.pop("id", None)
+    if nb.get("nbformat_minor", 0) >= 5:  # cell ids exist from nbformat 4.5 on
+        taken = {c.get("id") for c in nb.cells}
+        cell.id = next(
+            f"restored-{i}" for i in range(len(taken) + 1) if f"restored-{i}" not in taken
+        )
+    if cell.cell_type == "code":
+        cell.outputs, cell.execution_count = [], None
+    nb.cells.insert(index, cell)
+
+
+def submitted_files(folder: Path) -> list[Path]:
+    """The notebooks handed in (checkpoint copies and hidden files skipped)."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p for p in folder.glob("*.ipynb") if p.is_file() and not p.name.startswith((".", "~"))
+    )
+
+
+def read_student(
+    gdir: GradingDir, student: str, released: dict[str, NotebookNode]
+) -> tuple[StudentIntake, dict[str, NotebookNode]]:
+    """Decide what of ``student``'s submission is graded; return the intake and the repaired
+    notebooks to stage (by assignment notebook name). Writes nothing."""
+    names = list(released)
+    result = StudentIntake(student, {n: NotebookIntake(n) for n in names})
+    folder = gdir.student_dir(gdir.submitted, student)
+    exact: dict[str, NotebookNode] = {}
+    unreadable: dict[str, str] = {}
+    others: dict[str, NotebookNode] = {}
+    for path in submitted_files(folder):
+        nb, why = parse(path.read_bytes())
+        if nb is None:
+            unreadable[path.name] = why
+        elif path.stem in released:
+            exact[path.stem] = nb
+        else:
+            others[path.name] = nb
+    if not folder.is_dir():
+        result.notes.append(f"no folder {gdir.assignment}/ in the submission")
+
+    matched: dict[str, list[str]] = {n: [] for n in names}
+    for filename, nb in others.items():
+        target = best_match(nb, released)
+        if target is None:
+            result.notes.append(f"{filename} matches no assignment notebook: not graded")
+        else:
+            matched[target].append(filename)
+
+    chosen: dict[str, NotebookNode] = {}
+    for name in names:
+        entry = result.notebooks[name]
+        copies = matched[name]
+        if name in exact:
+            entry.file = f"{name}.ipynb"
+            chosen[name] = exact[name]
+            if copies:
+                entry.flag("renamed", f"also handed in {', '.join(copies)} (not graded)")
+        elif f"{name}.ipynb" in unreadable:
+            entry.file = f"{name}.ipynb"
+            entry.flag("failed", f"{name}.ipynb is {unreadable.pop(f'{name}.ipynb')}")
+        elif len(copies) == 1:
+            entry.file = copies[0]
+            chosen[name] = others[copies[0]]
+            entry.flag("renamed", f"graded {copies[0]} as {name}.ipynb (matched by content)")
+        elif len(copies) > 1:
+            entry.flag("missing")
+            entry.flag("renamed", f"{' and '.join(copies)} all look like {name}: none graded")
+        else:
+            guess = [f for f in unreadable if name_match(f, names) == name]
+            if len(guess) == 1:
+                entry.file = guess[0]
+                entry.flag("renamed")
+                entry.flag("failed", f"{guess[0]} is {unreadable.pop(guess[0])}")
+            else:
+                entry.flag("missing", f"no {name}.ipynb handed in")
+    result.notes += [f"{f} is {why}: not graded" for f, why in unreadable.items()]
+
+    for name, nb in chosen.items():
+        problems, notes = check_and_restore(nb, released[name])
+        for problem in problems:
+            result.notebooks[name].flag("tampered", problem)
+        result.notebooks[name].notes += notes
+        result.notebooks[name].staged = True
+    return result, chosen
+
+
+def stage(gdir: GradingDir, intake: StudentIntake, chosen: dict[str, NotebookNode]) -> str:
+    """Write the notebooks to grade to ``intake/<student>/<a>/`` (replacing what was there) and
+    return their fingerprint. A ``timestamp.txt`` handed in is kept for late penalties."""
+    target = gdir.student_dir(gdir.intake, intake.student)
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    digest = hashlib.sha256()
+    for name in sorted(chosen):
+        data = (nbformat.writes(chosen[name]) + "\n").encode()
+        notebooks.write_bytes(target / f"{name}.ipynb", data)
+        digest.update(name.encode() + b"\0" + data + b"\0")
+    timestamp = gdir.student_dir(gdir.submitted, intake.student) / "timestamp.txt"
+    if timestamp.is_file():
+        shutil.copy2(timestamp, target / "timestamp.txt")
+        digest.update(timestamp.read_bytes())
+    return digest.hexdigest()

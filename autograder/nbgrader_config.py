@@ -1,0 +1,44 @@
+"""nbgrader settings of the course: this folder is the nbgrader course directory.
+
+    source/a3/       instructor notebooks, stamped from ../solutions/a3 (generated)
+    release/a3/      nbgrader's student version (copied to ../assignments/a3 by `make release`)
+    submitted/<student>/a3/*.ipynb    the submissions, as handed in (never modified)
+    intake/          the submissions as graded: parsed, renamed notebooks matched (generated)
+    autograded/, feedback/, gradebook.db, backups/    nbgrader's results and their backups
+    downloaded/      LMS zips imported by `make collect`
+
+`python -m autograder` (behind `make release`, `make grade`, `make collect`) runs nbgrader with
+these settings and `make formgrade` starts JupyterLab here. The course-wide values (time
+limits, the LMS file-name pattern) are read from ../course.toml.
+"""
+
+import os
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
+
+c = get_config()  # noqa: F821 (nbgrader's config loader provides get_config)
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, os.pardir, "course.toml"), "rb") as fh:
+    course = tomllib.load(fh)
+
+c.CourseDirectory.root = here
+# Deleted test cells are put back (nbgrader otherwise scores them 0 without a word).
+c.OverwriteCells.add_missing_cells = True
+# Per-cell time limit: nbgrader interrupts the kernel, the cell fails, the next one runs.
+c.Execute.timeout = int(course["grade"]["cell_timeout"])
+c.Execute.interrupt_on_timeout = True
+# nbgrader's default turns a kernel slow to answer after that interrupt (4 s) into a failure
+# of the whole notebook; wait longer, and go on rather than fail.
+c.Execute.iopub_timeout = 15
+c.Execute.raise_on_iopub_timeout = False
+# `make collect`: LMS file names -> submitted/<student_id>/<assignment>/<file_id>.
+c.ZipCollectApp.collector_plugin = "nbgrader.plugins.zipcollect.FileNameCollectorPlugin"
+c.FileNameCollectorPlugin.named_regexp = course["collect"]["pattern"]
+# nbgrader scores 0 a test cell with any text on stderr, even one that passed: drop warnings
+# (a deprecated torch call in a correct answer) and progress bars from the tests' outputs.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"Warning: |\d+%\|"

@@ -1,0 +1,180 @@
+"""What a grading run writes: ``grades.csv``, the summary table and histogram, student pages.
+
+``grades.csv`` has one row per student and notebook (a notebook is one part of the
+assignment)::
+
+    student, notebook        who and which part
+    autograded, autograded_max   points of the code tests
+    manual, manual_max       points of the written answers (0 until graded in formgrader)
+    total, max               their sums
+    flags                    ok, or any of: missing failed timeout tampered renamed needs-manual
+    file                     the file handed in that was graded
+    cells                    every graded cell: grade_id=score/max
+    notes                    why a flag was raised, in words
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import notebooks
+
+FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual")
+COLUMNS = ("student", "notebook", "autograded", "autograded_max", "manual", "manual_max",
+           "total", "max", "flags", "file", "cells", "notes")  # fmt: skip
+
+
+@dataclass
+class Row:
+    """One student's grade for one notebook."""
+
+    student: str
+    notebook: str
+    autograded: float = 0.0
+    autograded_max: float = 0.0
+    manual: float = 0.0
+    manual_max: float = 0.0
+    flags: list[str] = field(default_factory=list)
+    file: str = ""
+    cells: dict[str, tuple[float, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return self.autograded + self.manual
+
+    @property
+    def max(self) -> float:
+        return self.autograded_max + self.manual_max
+
+    @property
+    def flag_text(self) -> str:
+        ordered = [f for f in FLAGS if f in self.flags]
+        return ";".join(ordered) if ordered else "ok"
+
+    def as_csv(self) -> dict[str, str]:
+        return {
+            "student": self.student,
+            "notebook": self.notebook,
+            "autograded": _num(self.autograded),
+            "autograded_max": _num(self.autograded_max),
+            "manual": _num(self.manual),
+            "manual_max": _num(self.manual_max),
+            "total": _num(self.total),
+            "max": _num(self.max),
+            "flags": self.flag_text,
+            "file": self.file,
+            "cells": " ".join(f"{k}={_num(s)}/{_num(m)}" for k, (s, m) in self.cells.items()),
+            "notes": " | ".join(self.notes),
+        }
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def empty_row(student: str, spec: notebooks.NotebookSpec) -> Row:
+    """A row worth nothing yet, with the notebook's maximums."""
+    return Row(student, spec.name, autograded_max=spec.autograded_max, manual_max=spec.manual_max)
+
+
+def write_csv(rows: list[Row], path: Path) -> None:
+    """Write ``rows`` to ``path`` atomically."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row.as_csv())
+    notebooks.write_bytes(path, buf.getvalue().encode())
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def by_student(rows: list[Row]) -> dict[str, list[Row]]:
+    students: dict[str, list[Row]] = {}
+    for row in rows:
+        students.setdefault(row.student, []).append(row)
+    return students
+
+
+def summary_table(rows: list[Row]) -> str:
+    """One line per student: points per notebook, total, and the flags that are not ok."""
+    students = by_student(rows)
+    if not students:
+        return "no students"
+    names = [r.notebook for r in next(iter(students.values()))]
+    width = max(len(s) for s in students) + 1
+    head = (
+        f"{'student':{width}}" + "".join(f"{n[:14]:>15}" for n in names) + f"{'total':>12}  flags"
+    )
+    maxima = f"{'(max)':{width}}" + "".join(
+        f"{_num(r.max):>15}" for r in next(iter(students.values()))
+    )
+    lines = [head, maxima + f"{_num(sum(r.max for r in next(iter(students.values())))):>12}"]
+    for student, srows in students.items():
+        flags = "; ".join(f"{r.notebook}: {r.flag_text}" for r in srows if r.flag_text != "ok")
+        cells = "".join(f"{_num(r.total):>15}" for r in srows)
+        total = f"{_num(sum(r.total for r in srows))}/{_num(sum(r.max for r in srows))}"
+        lines.append(f"{student:{width}}{cells}{total:>12}  {flags or 'ok'}")
+    return "\n".join(lines)
+
+
+def histogram(rows: list[Row], bins: int = 10, bar: int = 40) -> str:
+    """A text histogram of the students' totals, as a share of the maximum."""
+    totals = [
+        (sum(r.total for r in srows), sum(r.max for r in srows))
+        for srows in by_student(rows).values()
+    ]
+    counts = [0] * bins
+    for total, most in totals:
+        share = total / most if most else 0.0
+        counts[min(int(share * bins), bins - 1)] += 1
+    scale = max(1, max(counts)) / bar
+    lines = ["totals (% of the maximum)"]
+    for i, n in enumerate(counts):
+        lo, hi = 100 * i // bins, 100 * (i + 1) // bins
+        bracket = "]" if i == bins - 1 else ")"
+        lines.append(f"  [{lo:3d}, {hi:3d}{bracket} {'#' * round(n / scale):{bar}} {n}")
+    return "\n".join(lines)
+
+
+FLAG_HELP = {
+    "missing": "no notebook with this name was handed in",
+    "failed": "the notebook could not be graded (see the note)",
+    "timeout": "a cell ran past the time limit and was stopped",
+    "tampered": "a test or locked cell was changed or deleted; the original was graded",
+    "renamed": "the notebook was handed in under another name",
+    "needs-manual": "written answers wait for a grader; the total will change",
+}
+
+
+def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) -> str:
+    """A small HTML page for one student: points per notebook, flags explained, links to
+    nbgrader's feedback of each graded notebook (``feedback_files``: notebook -> file name)."""
+    esc = html.escape
+    body = []
+    for r in rows:
+        link = feedback_files.get(r.notebook)
+        name = f'<a href="{esc(link)}">{esc(r.notebook)}</a>' if link else esc(r.notebook)
+        flags = "<br>".join(f"<b>{esc(f)}</b>: {esc(FLAG_HELP[f])}" for f in FLAGS if f in r.flags)
+        notes = "<br>".join(esc(n) for n in r.notes)
+        body.append(
+            f"<tr><td>{name}</td><td>{_num(r.total)} / {_num(r.max)}</td>"
+            f"<td>{flags or 'ok'}</td><td>{notes}</td></tr>"
+        )
+    total = sum(r.total for r in rows)
+    most = sum(r.max for r in rows)
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
+        f"<title>{esc(student)}: grades</title></head><body>"
+        f"<h1>{esc(student)}</h1><p>Total: <b>{_num(total)} / {_num(most)}</b></p>"
+        "<table border='1' cellpadding='4'><tr><th>notebook</th><th>points</th><th>flags</th>"
+        "<th>notes</th></tr>" + "".join(body) + "</table></body></html>\n"
+    )

@@ -1,0 +1,137 @@
+"""Grade one student: the one child process per student that ``grading.py`` starts.
+
+    python -m autograder.worker ROOT ASSIGNMENT STUDENT --cell-timeout S --result FILE
+
+Runs nbgrader's autograde on each notebook of ``ROOT/intake/STUDENT/ASSIGNMENT/`` in turn (one
+notebook at a time, so a notebook nbgrader cannot grade costs only itself: nbgrader otherwise
+deletes the student's whole graded folder), zeroes in the gradebook the assignment notebooks
+that were not graded (missing or failed: nbgrader would leave them looking like "needs manual
+grading"), then writes the student's HTML feedback. Progress goes to ``FILE`` (JSON, rewritten
+after every notebook, so a killed worker still says what it finished)::
+
+    {"student": str, "done": bool, "feedback": bool,
+     "notebooks": {name: {"graded": bool, "error": str, "timeouts": [grade ids or cell
+                   numbers], "stderr_tests": [grade ids], "seconds": float}}}
+
+Everything student code can reach runs in the kernels nbgrader starts; this process only
+talks to them. A sandbox (next issue) can wrap this command or the kernels it launches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from . import notebooks
+from .config import REPO_ROOT
+from .gradebook import zero_notebooks
+from .nbgrader_dir import load_config
+
+TIMEOUT_ENAME = "CellTimeoutError"
+
+
+def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
+    cfg = load_config(root)
+    cfg.CourseDirectory.root = str(root)
+    cfg.CourseDirectory.submitted_directory = "intake"
+    cfg.CourseDirectory.assignment_id = assignment
+    cfg.CourseDirectory.student_id = student
+    cfg.Execute.timeout = cell_timeout
+    cfg.BaseConverter.force = True
+    return cfg
+
+
+def inspect(path: Path) -> dict:
+    """Timeouts and stderr-in-test facts of an autograded notebook."""
+    nb = notebooks.read(path)
+    timeouts, stderr_tests = [], []
+    for i, cell in enumerate(nb.cells):
+        outputs = cell.get("outputs", [])
+        if any(o.output_type == "error" and o.get("ename") == TIMEOUT_ENAME for o in outputs):
+            timeouts.append(notebooks.grade_id(cell) or f"cell {i}")
+        errors = any(o.output_type == "error" for o in outputs)
+        stderr = any(o.output_type == "stream" and o.get("name") == "stderr" for o in outputs)
+        if notebooks.is_test(cell) and stderr and not errors:
+            stderr_tests.append(notebooks.grade_id(cell))
+    return {"timeouts": timeouts, "stderr_tests": stderr_tests}
+
+
+def grade_student(
+    root: Path, assignment: str, student: str, cell_timeout: int, result_file: Path
+) -> dict:
+    from nbgrader.converters import Autograde, GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+
+    cfg = _load_config(root, assignment, student, cell_timeout)
+    coursedir = CourseDirectory(config=cfg)
+    staged = sorted(p.stem for p in (root / "intake" / student / assignment).glob("*.ipynb"))
+    released = sorted(p.stem for p in (root / "release" / assignment).glob("*.ipynb"))
+    result: dict = {"student": student, "done": False, "feedback": False, "notebooks": {}}
+
+    def save() -> None:
+        notebooks.write_bytes(result_file, json.dumps(result, indent=1).encode())
+
+    # A notebook graded in an earlier run but not handed in (readable) now must not keep its
+    # old graded copy (nbgrader would make feedback from it).
+    for old in (root / "autograded" / student / assignment).glob("*.ipynb"):
+        if old.stem not in staged:
+            old.unlink()
+
+    for name in staged:
+        start = time.perf_counter()
+        entry = {"graded": False, "error": "", "timeouts": [], "stderr_tests": [], "seconds": 0.0}
+        result["notebooks"][name] = entry
+        save()
+        coursedir.notebook_id = name
+        try:
+            Autograde(coursedir=coursedir, parent=None, config=cfg).start()
+            graded = root / "autograded" / student / assignment / f"{name}.ipynb"
+            if not graded.exists():
+                raise RuntimeError("nbgrader could not grade this notebook (see the log)")
+            entry.update(inspect(graded), graded=True)
+        except Exception as err:
+            entry["error"] = f"{type(err).__name__}: {err}"[:500]
+            traceback.print_exc()
+        entry["seconds"] = round(time.perf_counter() - start, 2)
+        save()
+
+    ungraded = [n for n in released if not result["notebooks"].get(n, {}).get("graded")]
+    if ungraded:
+        zero_notebooks(coursedir.db_url, assignment, student, ungraded)
+    coursedir.notebook_id = "*"
+    if any(e["graded"] for e in result["notebooks"].values()):
+        try:
+            GenerateFeedback(coursedir=coursedir, config=cfg).start()
+            result["feedback"] = True
+        except Exception:
+            traceback.print_exc()
+    result["done"] = True
+    save()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("assignment")
+    parser.add_argument("student")
+    parser.add_argument("--cell-timeout", type=int, required=True)
+    parser.add_argument("--result", type=Path, required=True)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # The kernels inherit this environment: keep this package off their import path.
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p and p != str(REPO_ROOT))
+    grade_student(
+        args.root.resolve(), args.assignment, args.student, args.cell_timeout, args.result
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

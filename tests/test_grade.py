@@ -1,0 +1,449 @@
+"""`make grade` end to end: the real nbgrader grades the demo class, odd submissions, a crash
+mid-run and an LMS zip, in temporary copies of a course.
+
+Two courses: the tiny one in tests/fixtures/course (two notebooks that import nothing heavy,
+so the edge cases run fast, with exact expected grades) and the repository's own
+solutions/a3 (the demo class the README promises, expected grades derived from the
+solutions' points). Each class is graded once per module (module-scoped fixtures).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECTED_NOTEBOOKS = [
+    "1_gru.ipynb",
+    "2_additive_attention.ipynb",
+    "3_transformer.ipynb",
+    "4_bert.ipynb",
+]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from autograder import config, demo, intake, nbgrader_dir, notebooks  # noqa: E402
+
+FIXTURE = ROOT / "tests" / "fixtures" / "course"
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def make_course(tmp: Path, source: Path = FIXTURE, toml: str | None = None) -> Path:
+    """A course under ``tmp``: course.toml, solutions/a3 and the real nbgrader config."""
+    (tmp / "autograder").mkdir(parents=True)
+    (tmp / "course.toml").write_text(toml or (source / "course.toml").read_text())
+    solutions = tmp / "solutions" / "a3"
+    solutions.mkdir(parents=True)
+    for nb in sorted((source / "solutions" / "a3").glob("*.ipynb")):
+        (solutions / nb.name).write_bytes(nb.read_bytes())
+    (tmp / "autograder" / "nbgrader_config.py").write_text(
+        (ROOT / "autograder" / "nbgrader_config.py").read_text()
+    )
+    return tmp
+
+
+def autograder(root: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+    """``python -m autograder --root ROOT ARGS``, as the Makefile runs it."""
+    cmd = [sys.executable, "-m", "autograder", "--root", str(root), *args]
+    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return proc
+
+
+def flatten(expected: dict) -> dict[tuple[str, str], tuple[float, str]]:
+    return {(s, n): (float(p), f) for s, nbs in expected.items() for n, (p, f) in nbs.items()}
+
+
+def grades(root: Path) -> dict[tuple[str, str], dict[str, str]]:
+    with open(root / "autograder" / "out" / "grades.csv", newline="") as fh:
+        return {(r["student"], r["notebook"]): r for r in csv.DictReader(fh)}
+
+
+def gradebook_rows(gdir: Path) -> list[tuple]:
+    con = sqlite3.connect(gdir / "gradebook.db")
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        return sorted(
+            con.execute(
+                "SELECT student.id, notebook.name, base_cell.name, grade.auto_score, "
+                "grade.manual_score, grade.needs_manual_grade FROM grade "
+                "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
+                "JOIN notebook ON submitted_notebook.notebook_id = notebook.id "
+                "JOIN submitted_assignment ON submitted_notebook.assignment_id = "
+                "submitted_assignment.id JOIN student ON submitted_assignment.student_id = "
+                "student.id JOIN base_cell ON grade.cell_id = base_cell.id"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The tiny course's demo class: exact grades.
+
+FIXTURE_EXPECTED = {  # student: {notebook: (points, flags)}; 1_sums is worth 2 + 1 manual
+    "s1-full": {"1_sums": (2, "needs-manual"), "2_words": (2, "ok")},
+    "s2-blank": {"1_sums": (0, "ok"), "2_words": (0, "ok")},
+    "s3-partial": {"1_sums": (1, "ok"), "2_words": (0, "ok")},
+    "s4-raises": {"1_sums": (0, "ok"), "2_words": (2, "ok")},
+    "s5-loop": {"1_sums": (0, "timeout"), "2_words": (2, "ok")},
+    "s6-tampered": {"1_sums": (2, "tampered;needs-manual"), "2_words": (2, "ok")},
+    "s7-deleted": {"1_sums": (2, "tampered;needs-manual"), "2_words": (2, "ok")},
+    "s8-renamed": {"1_sums": (2, "renamed;needs-manual"), "2_words": (2, "ok")},
+    "s9-invalid-json": {"1_sums": (0, "failed"), "2_words": (0, "missing")},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_demo(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("tiny-demo"))
+    start = time.perf_counter()
+    proc = autograder(root, "grade", "--jobs", "2")
+    return root, proc.stdout, time.perf_counter() - start
+
+
+def test_tiny_demo_class_grades(tiny_demo):
+    root, out, _ = tiny_demo
+    rows = grades(root)
+    assert "DEMO class" in out and "totals (% of the maximum)" in out
+    got = {(s, n): (float(r["autograded"]), r["flags"]) for (s, n), r in rows.items()}
+    assert got == flatten(FIXTURE_EXPECTED)
+    assert {r["max"] for (_, n), r in rows.items() if n == "1_sums"} == {"3"}
+    cells = rows[("s3-partial", "1_sums")]["cells"]
+    assert cells == "test_add=1/1 test_mul=0/1 why_commutative=0/1"
+    assert "Copy of 1_sums.ipynb" in rows[("s8-renamed", "1_sums")]["file"]
+    assert "deleted cell test_add" in rows[("s7-deleted", "1_sums")]["notes"]
+    assert "not a valid notebook" in rows[("s9-invalid-json", "1_sums")]["notes"]
+
+
+def test_tiny_demo_feedback_and_backups(tiny_demo):
+    root, _, _ = tiny_demo
+    demo_dir = root / "autograder" / "demo"
+    feedback = demo_dir / "feedback" / "s1-full" / "a3"
+    assert {p.name for p in feedback.iterdir()} == {"1_sums.html", "2_words.html", "index.html"}
+    page = (demo_dir / "feedback" / "s9-invalid-json" / "a3" / "index.html").read_text()
+    assert "could not be graded" in page and "0 / 5" in page
+    assert list((demo_dir / "backups").glob("gradebook-*.db"))
+    assert (root / "autograder" / "out" / "summary.txt").read_text().count("s1-full") == 1
+    # the submissions as handed in are never modified
+    assert sorted(p.name for p in (demo_dir / "submitted" / "s8-renamed" / "a3").iterdir()) == [
+        "2_words.ipynb",
+        "Copy of 1_sums.ipynb",
+    ]
+
+
+def test_tiny_demo_rerun_is_idempotent(tiny_demo):
+    root, _, _ = tiny_demo
+    demo_dir = root / "autograder" / "demo"
+    before_csv = (root / "autograder" / "out" / "grades.csv").read_text()
+    before_db = gradebook_rows(demo_dir)
+    out = autograder(root, "grade").stdout
+    assert "nothing to grade" in out
+    assert (root / "autograder" / "out" / "grades.csv").read_text() == before_csv
+    assert gradebook_rows(demo_dir) == before_db
+
+
+def test_tiny_demo_graded_twice_same_grade(tiny_demo):
+    root, _, _ = tiny_demo
+    before = grades(root)
+    out = autograder(
+        root, "grade", "--regrade", "--student", "s3-partial", "--student", "s7-deleted"
+    ).stdout
+    assert "grading 2 student(s)" in out
+    assert grades(root) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Odd submissions from real (non-demo) students, a worker killed by the student time limit.
+
+EDGE_TOML = (
+    (FIXTURE / "course.toml")
+    .read_text()
+    .replace("student_timeout = 120", "student_timeout = 60")
+    .replace("cell_timeout = 20", "cell_timeout = 10")
+)
+
+
+def _sources(root: Path) -> tuple[demo.Sources, nbgrader_dir.GradingDir]:
+    course = config.load(root)
+    gdir = nbgrader_dir.real(course)
+    nbgrader_dir.generate_assignment(course, gdir)
+    names = course.notebooks()
+    src = demo.Sources(
+        source={n: notebooks.read(gdir.source / f"{n}.ipynb") for n in names},
+        released={n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names},
+    )
+    return src, gdir
+
+
+def _dump(nb) -> bytes:
+    return nbformat.writes(nb).encode()
+
+
+def write_edge_class(root: Path) -> None:
+    src, gdir = _sources(root)
+    full1, full2 = _dump(src.solved("1_sums")), _dump(src.solved("2_words"))
+
+    def hand_in(student: str, files: dict[str, bytes]) -> None:
+        folder = gdir.submitted / student / "a3"
+        folder.mkdir(parents=True)
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+
+    hand_in("e1-two-copies", {"Copy of 1_sums.ipynb": full1, "1_sums (1).ipynb": full1,
+                              "2_words.ipynb": full2})  # fmt: skip
+    hand_in("e2-copy-and-original", {"1_sums.ipynb": _dump(src.released["1_sums"]),
+                                     "1_sums-1.ipynb": full1, "2_words.ipynb": full2})  # fmt: skip
+    bare = src.solved("1_sums")
+    for cell in bare.cells:
+        cell.metadata.pop("nbgrader", None)
+    hand_in("e3-no-metadata", {"my work.ipynb": _dump(bare), "2_words.ipynb": full2})
+    hand_in("e4-garbage", {"1_sums.ipynb": b"", "2_words.ipynb": b'{"hello": 1}',
+                           "notes.txt": b"hi"})  # fmt: skip
+    hand_in("bad*id", {"1_sums.ipynb": full1, "2_words.ipynb": full2})
+    meta = src.solved("1_sums")
+    for cell in meta.cells:
+        if notebooks.grade_id(cell) == "test_add":
+            cell.metadata.nbgrader["points"] = 5
+        if notebooks.grade_id(cell) == "test_mul":
+            cell.metadata.nbgrader["grade"] = False
+    hand_in("e5-metadata", {"1_sums.ipynb": _dump(meta), "2_words.ipynb": full2})
+    dup = src.solved("1_sums")
+    test = next(c for c in dup.cells if notebooks.grade_id(c) == "test_add")
+    fake = nbformat.from_dict(test)
+    fake.source, fake.id = "pass", "fake"
+    dup.cells.insert(0, fake)
+    hand_in("e6-duplicate", {"1_sums.ipynb": _dump(dup), "2_words.ipynb": full2})
+    stuck = src.solved("1_sums")
+    for cell in stuck.cells:
+        if notebooks.grade_id(cell) == "add":
+            cell.source = (
+                "import signal\nimport time\n\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                "while True:\n    time.sleep(0.1)\n" + cell.source
+            )
+    hand_in("e7-stuck", {"1_sums.ipynb": _dump(stuck), "2_words.ipynb": full2})
+    hand_in("e8-full", {"1_sums.ipynb": full1, "2_words.ipynb": full2})
+
+
+EDGE_EXPECTED = {  # student: {notebook: (autograded points, flags)}
+    "bad*id": {"1_sums": (0, "failed"), "2_words": (0, "failed")},
+    "e1-two-copies": {"1_sums": (0, "missing;renamed"), "2_words": (2, "ok")},
+    "e2-copy-and-original": {"1_sums": (0, "renamed"), "2_words": (2, "ok")},
+    "e3-no-metadata": {"1_sums": (2, "renamed;needs-manual"), "2_words": (2, "ok")},
+    "e4-garbage": {"1_sums": (0, "failed"), "2_words": (0, "failed")},
+    "e5-metadata": {"1_sums": (2, "tampered;needs-manual"), "2_words": (2, "ok")},
+    "e6-duplicate": {"1_sums": (2, "tampered;needs-manual"), "2_words": (2, "ok")},
+    "e7-stuck": {"1_sums": (0, "failed;timeout"), "2_words": (0, "failed;timeout")},
+    "e8-full": {"1_sums": (2, "needs-manual"), "2_words": (2, "ok")},
+}
+
+
+@pytest.fixture(scope="module")
+def edge_class(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("edge"), toml=EDGE_TOML)
+    write_edge_class(root)
+    proc = autograder(root, "grade", "--jobs", "2")
+    return root, proc.stdout
+
+
+def test_edge_class_grades(edge_class):
+    root, out = edge_class
+    rows = grades(root)
+    got = {(s, n): (float(r["autograded"]), r["flags"]) for (s, n), r in rows.items()}
+    assert got == flatten(EDGE_EXPECTED)
+    assert "submissions in" in out and "DEMO" not in out
+    notes = {k: r["notes"] for k, r in rows.items()}
+    assert "all look like 1_sums" in notes[("e1-two-copies", "1_sums")]
+    assert "also handed in 1_sums-1.ipynb" in notes[("e2-copy-and-original", "1_sums")]
+    assert "lost its nbgrader metadata" in notes[("e3-no-metadata", "1_sums")]
+    assert "notes.txt" not in notes[("e4-garbage", "1_sums")]  # not a notebook: ignored
+    assert "changed the nbgrader metadata of cell test_add" in notes[("e5-metadata", "1_sums")]
+    assert "duplicated cell test_add" in notes[("e6-duplicate", "1_sums")]
+    assert "time limit ran out" in notes[("e7-stuck", "1_sums")]
+    assert "student id" in notes[("bad*id", "1_sums")]
+    assert rows[("e5-metadata", "1_sums")]["max"] == "3"  # the released points, not the edit
+
+
+def test_killed_worker_leaves_no_kernel_behind(edge_class):
+    import psutil
+
+    root, _ = edge_class
+    left = []
+    for proc in psutil.process_iter(["cwd"]):
+        try:
+            if proc.info["cwd"] and proc.info["cwd"].startswith(str(root)):
+                left.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    assert not left, f"processes still running in the course: {left}"
+
+
+def test_crash_mid_run_keeps_earlier_grades(edge_class):
+    """Kill `grade` (and everything it started) once a student is done: the gradebook stays
+    sound, the old report stays, and the next run finishes the job with the same grades."""
+    import psutil
+
+    root, _ = edge_class
+    gdir = root / "autograder"
+    before = grades(root)
+    targets = ["e8-full", "e5-metadata", "e2-copy-and-original"]
+    cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade", "--regrade"]
+    cmd += ["--jobs", "1"] + [arg for t in targets for arg in ("--student", t)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL)
+    restarted = finished = False  # the new run first clears its students' last runs
+    deadline = time.time() + 600
+    while time.time() < deadline and not finished and proc.poll() is None:
+        time.sleep(0.2)
+        runs = json.loads((gdir / "grading-state.json").read_text())["students"]
+        workers = [runs[t]["worker"] for t in targets if t in runs]
+        restarted = restarted or any(not w for w in workers)
+        finished = restarted and any(w.get("done") for w in workers)
+    assert proc.poll() is None, "grade finished before it could be killed"
+    procs = psutil.Process(proc.pid).children(recursive=True) + [psutil.Process(proc.pid)]
+    for p in procs:
+        p.send_signal(signal.SIGKILL)
+    psutil.wait_procs(procs, timeout=20)
+    proc.wait()
+    assert finished, "no student finished before the deadline"
+    assert gradebook_rows(gdir)  # integrity_check passes
+    assert grades(root) == before  # the report of the last complete run is untouched
+    out = autograder(root, "grade").stdout
+    assert grades(root) == before
+    assert "unchanged since last time" in out
+
+
+def test_collect_lms_zip(tmp_path):
+    root = make_course(tmp_path / "course")
+    src, _ = _sources(root)
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("doejane_123_456_1_sums.ipynb", _dump(src.solved("1_sums")))
+        zf.writestr("doejane_123_456_2_words.ipynb", _dump(src.solved("2_words")))
+        zf.writestr("smithbob_LATE_124_457_1_sums-1.ipynb", _dump(src.released["1_sums"]))
+        zf.writestr("somebody_else.ipynb", b"{}")
+    out = autograder(root, "collect", str(archive)).stdout
+    submitted = root / "autograder" / "submitted"
+    assert sorted(str(p.relative_to(submitted)) for p in submitted.rglob("*.ipynb")) == [
+        "doejane/a3/1_sums.ipynb",
+        "doejane/a3/2_words.ipynb",
+        "smithbob/a3/1_sums-1.ipynb",
+    ]
+    assert "collected 2 student(s)" in out and "somebody_else.ipynb" in out
+    # collecting again backs the submissions up first
+    autograder(root, "collect", str(archive))
+    assert list((root / "autograder" / "backups").glob("submitted-*/doejane/a3/1_sums.ipynb"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Intake on its own (no nbgrader run).
+
+
+def test_intake_matches_by_content_only_when_unambiguous():
+    a = nbformat.v4.new_notebook()
+    b = nbformat.v4.new_notebook()
+    for nb, tag in ((a, "a"), (b, "b")):
+        nb.cells = [
+            nbformat.v4.new_markdown_cell(f"# part {tag}"),
+            nbformat.v4.new_code_cell(
+                f"assert {tag}", metadata={"nbgrader": {"grade_id": f"t_{tag}", "locked": True}}
+            ),
+        ]
+    assert intake.best_match(a, {"a": a, "b": b}) == "a"
+    assert intake.best_match(nbformat.v4.new_notebook(), {"a": a, "b": b}) is None
+    both = nbformat.v4.new_notebook(cells=a.cells + b.cells)
+    assert intake.best_match(both, {"a": a, "b": b}) is None  # a tie is not a match
+    assert intake.parse(b"not json")[0] is None
+    assert intake.parse(nbformat.writes(a).encode())[0] is not None
+
+
+def test_intake_repairs_what_grading_does_not_need():
+    raw = json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell()])))
+    raw["cells"][0]["execution_count"] = "7"  # outputs are cleared before grading anyway
+    assert intake.parse(json.dumps(raw).encode())[0] is not None
+    raw["cells"][0]["source"] = 5  # no notebook has a number for source
+    nb, why = intake.parse(json.dumps(raw).encode())
+    assert nb is None and why.startswith("not a valid notebook")
+
+
+# ---------------------------------------------------------------------------------------------
+# The repository's own notebooks: the demo class of the README's `make grade`.
+
+
+def expected_real(student: str, index: int, count: int, spec, solution_cells: int):
+    """(points: 'max' | 'zero' | 'part', flags) for one demo student and notebook, from the
+    demo's definition (autograder/demo.py) and the notebook's points."""
+    manual = {"needs-manual"} if spec.manual_max > 0 else set()
+    full = ("max", manual or {"ok"})
+    first = index == 0
+    if student == "s1-full":
+        return full
+    if student == "s2-blank":
+        return ("zero", {"ok"})
+    if student == "s3-partial":
+        solved = (solution_cells + 1) // 2 if index % 2 == 0 else solution_cells // 2
+        kind = "zero" if solved == 0 else "max" if solved == solution_cells else "part"
+        return (kind, {"ok"})
+    if not first and not (student == "s9-invalid-json" and index == count - 1 and count > 1):
+        return full
+    return {
+        "s4-raises": ("zero", {"ok"}),
+        "s5-loop": ("zero", {"timeout"}),
+        "s6-tampered": ("max", {"tampered"} | manual),
+        "s7-deleted": ("max", {"tampered"} | manual),
+        "s8-renamed": ("max", {"renamed"} | manual),
+        "s9-invalid-json": ("zero", {"failed"}) if first else ("zero", {"missing"}),
+    }[student]
+
+
+@pytest.fixture(scope="module")
+def real_demo(tmp_path_factory):
+    sources = sorted(p.name for p in (ROOT / "solutions" / "a3").glob("*.ipynb"))
+    assert sources == EXPECTED_NOTEBOOKS, f"solutions/a3 holds {sources}"
+    root = make_course(tmp_path_factory.mktemp("real-demo"), source=ROOT)
+    start = time.perf_counter()
+    proc = autograder(root, "grade", "--jobs", "2", timeout=3600)
+    return root, proc.stdout, time.perf_counter() - start
+
+
+@pytest.mark.slow
+def test_real_demo_class(real_demo):
+    root, out, seconds = real_demo
+    course = config.load(root)
+    names = course.notebooks()
+    rows = grades(root)
+    sources = {n: notebooks.read(course.solutions_dir / f"{n}.ipynb") for n in names}
+    specs = {n: notebooks.spec(nb, n) for n, nb in sources.items()}
+    cells = {
+        n: sum(notebooks.is_solution(c) and c.cell_type == "code" for c in nb.cells)
+        for n, nb in sources.items()
+    }
+    problems = []
+    for student, _ in demo.STUDENTS:
+        for i, name in enumerate(names):
+            row = rows[(student.student_id, name)]
+            kind, flags = expected_real(student.student_id, i, len(names), specs[name], cells[name])
+            points, most = float(row["autograded"]), specs[name].autograded_max
+            ok_points = {
+                "max": points == pytest.approx(most),
+                "zero": points == 0,
+                "part": 0 < points < most - 1e-9,
+            }[kind]
+            if not ok_points or set(row["flags"].split(";")) != flags:
+                problems.append(
+                    f"{student.student_id} {name}: got {points:g} {row['flags']}, "
+                    f"want {kind} of {most:g} {sorted(flags)} ({row['notes']})"
+                )
+            assert float(row["manual"]) == 0
+    assert not problems, "\n".join(problems)
+    print(f"\nreal demo class: {len(names)} notebooks, graded in {seconds:.0f} s\n{out}")

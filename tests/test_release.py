@@ -1,0 +1,239 @@
+"""`make release`: the student notebooks and bundle, and the checks that must fail loudly.
+
+End to end on temporary copies of the tiny course in tests/fixtures/course (passing, then
+with one fault of each kind) and of the repository's own solutions (passing, and the
+committed assignments/a3 up to date); the checks alone on hand-made notebooks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECTED_NOTEBOOKS = [
+    "1_gru.ipynb",
+    "2_additive_attention.ipynb",
+    "3_transformer.ipynb",
+    "4_bert.ipynb",
+]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from autograder import release  # noqa: E402
+
+FIXTURE = ROOT / "tests" / "fixtures" / "course"
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def make_course(tmp: Path, source: Path = FIXTURE) -> Path:
+    (tmp / "autograder").mkdir(parents=True)
+    (tmp / "course.toml").write_text((source / "course.toml").read_text())
+    solutions = tmp / "solutions" / "a3"
+    solutions.mkdir(parents=True)
+    for nb in sorted((source / "solutions" / "a3").glob("*.ipynb")):
+        (solutions / nb.name).write_bytes(nb.read_bytes())
+    (tmp / "autograder" / "nbgrader_config.py").write_text(
+        (ROOT / "autograder" / "nbgrader_config.py").read_text()
+    )
+    return tmp
+
+
+def run_release(root: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "autograder", "--root", str(root), "release", "--jobs", "2"]
+    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=3600)
+
+
+@pytest.fixture(scope="module")
+def tiny_release(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("tiny-release"))
+    proc = run_release(root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root, proc.stdout
+
+
+def test_release_writes_stamped_student_notebooks(tiny_release):
+    root, out = tiny_release
+    folder = root / "assignments" / "a3"
+    assert sorted(p.name for p in folder.iterdir()) == ["1_sums.ipynb", "2_words.ipynb"]
+    text = (folder / "1_sums.ipynb").read_text()
+    nb = nbformat.read(folder / "1_sums.ipynb", as_version=4)
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells)
+    for secret in ("BEGIN", "END SOLUTION", "HIDDEN", "return a + b", "product = a * b",
+                   "add(-1, 1)", "mul(-4, 5)", "Because counting"):  # fmt: skip
+        assert secret not in text, secret
+    assert "raise NotImplementedError()" in text and "YOUR ANSWER HERE" in text
+    assert "add(1, 2) == 3" in text  # the visible test stays
+    assert "{{" not in text
+    assert "git+https://github.com/example-org/tiny-course@spring" in text
+    colab = "https://colab.research.google.com/github/example-org/tiny-course/blob/spring"
+    assert f"{colab}/assignments/a3/1_sums.ipynb" in text
+    assert f"{colab}/assignments/a3/2_words.ipynb" in out
+
+
+def test_release_bundle_holds_only_the_student_copy(tiny_release):
+    root, _ = tiny_release
+    bundle = root / "autograder" / "out" / "a3-student.zip"
+    with zipfile.ZipFile(bundle) as zf:
+        assert sorted(zf.namelist()) == ["a3/1_sums.ipynb", "a3/2_words.ipynb", "a3/README.md"]
+        readme = zf.read("a3/README.md").decode()
+        for name in ("1_sums", "2_words"):
+            assert (
+                zf.read(f"a3/{name}.ipynb")
+                == (root / "assignments/a3" / f"{name}.ipynb").read_bytes()
+            )
+    assert (
+        'pip install "course-lib @ git+https://github.com/example-org/tiny-course@spring"' in readme
+    )
+    assert "names unchanged" in readme
+
+
+FAULTS = {  # what each fault must produce in the release's error report
+    "solution fails": "1_sums (solution) test_mul: raised AssertionError",
+    "free point": "2_words (blank) test_free: test passes on the blank notebook",
+    "stderr": "2_words (solution) test_shout_quiet: scores 0/1",
+    "broken given code": "(blank) cell 6: given code raised ModuleNotFoundError",
+    "reference answer": "lines in a row of a solution of 2_words",
+    "misspelt marker": "marker left in the release: # BEGIN SOLUTON",
+    "wrong badge": "2_words: Colab badge opens",
+}
+
+
+def break_course(root: Path) -> None:
+    """One fault of each kind in the tiny course's solutions."""
+    path1, path2 = (root / "solutions" / "a3" / f"{n}.ipynb" for n in ("1_sums", "2_words"))
+    nb1, nb2 = (nbformat.read(p, as_version=4) for p in (path1, path2))
+    cells1 = {c.id: c for c in nb1.cells}
+    cells1["mul"].source = cells1["mul"].source.replace("product = a * b", "product = a * b + 1")
+    nb1.cells.insert(6, new_code_cell("import nonexistent_module_xyz"))
+    nb1.cells.append(new_code_cell("# BEGIN SOLUTON\nsecret = 42\n# END SOLUTION"))
+    answer = [
+        "shouted_word = word.upper()",
+        'exclamation_mark = "!"',
+        "result_with_mark = shouted_word + exclamation_mark",
+        "return result_with_mark",
+    ]
+    cells2 = {c.id: c for c in nb2.cells}
+    cells2["shout"].source = cells2["shout"].source.replace(
+        '    return word.upper() + "!"', "\n".join("    " + line for line in answer)
+    )
+    cells2["cell-0"].source = cells2["cell-0"].source.replace("2_words.ipynb", "1_sums.ipynb")
+
+    def test(gid: str, source: str) -> nbformat.NotebookNode:
+        meta = {"grade_id": gid, "grade": True, "locked": True, "points": 1, "solution": False}
+        return new_code_cell(source, id=gid, metadata={"nbgrader": {**meta, "schema_version": 3}})
+
+    nb2.cells[5:5] = [
+        test("test_free", '"""A free point."""\nassert True'),
+        test("test_shout_quiet", 'import sys\n\nprint("debug", file=sys.stderr)\nshout("x")'),
+        new_code_cell("def reference(word):\n" + "\n".join("    " + line for line in answer)),
+    ]
+    nbformat.write(nb1, path1)
+    nbformat.write(nb2, path2)
+
+
+def test_release_fails_loudly_and_publishes_nothing(tmp_path):
+    root = make_course(tmp_path)
+    break_course(root)
+    proc = run_release(root)
+    assert proc.returncode == 1
+    assert "RELEASE FAILED" in proc.stderr
+    missing = [fault for fault, message in FAULTS.items() if message not in proc.stderr]
+    assert not missing, f"not reported: {missing}\n{proc.stderr}"
+    assert not (root / "assignments").exists()
+    assert not (root / "autograder" / "out" / "a3-student.zip").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks on hand-made notebooks (no execution).
+
+
+def _nb(*cells) -> nbformat.NotebookNode:
+    return new_notebook(cells=list(cells))
+
+
+def _solution(gid: str, source: str) -> nbformat.NotebookNode:
+    meta = {"nbgrader": {"grade_id": gid, "solution": True, "grade": False, "locked": False}}
+    return new_code_cell(source, metadata=meta)
+
+
+def test_secret_lines_ignore_public_and_short_lines():
+    source = _nb(
+        new_code_cell("super().__init__()  # given"),
+        _solution(
+            "f",
+            "def f(x):\n    ### BEGIN SOLUTION\n    super().__init__()  # given\n"
+            "    hidden_state = torch.tanh(x @ weight)\n    return x\n    ### END SOLUTION",
+        ),
+    )
+    assert release.secret_lines(source) == {"hidden_state = torch.tanh(x @ weight)"}
+    leaked = _nb(new_code_cell("hidden_state = torch.tanh(x @ weight)"))
+    assert release.check_no_secrets({"n": source}, {"n": leaked})
+    assert not release.check_no_secrets({"n": source}, {"n": _nb(new_code_cell("return x"))})
+
+
+def test_blank_run_allows_only_stub_errors_after_the_first_solution():
+    def error(ename):
+        return [new_output("error", ename=ename, evalue="", traceback=[])]
+
+    test = {"grade_id": "t", "grade": True, "locked": True, "points": 1, "solution": False}
+    given = new_code_cell("x = f(1)", outputs=error("NameError"))
+    early = new_code_cell("import torch", outputs=error("NameError"))
+    fails = new_code_cell(
+        "assert f(1)", metadata={"nbgrader": test}, outputs=error("AssertionError")
+    )
+    passes = new_code_cell("assert True", metadata={"nbgrader": {**test, "grade_id": "u"}})
+    nb = _nb(
+        early, _solution("f", "def f(x):\n    raise NotImplementedError()"), given, fails, passes
+    )
+    problems = release.check_blank_run("n", nb)
+    assert problems == [
+        "n (blank) cell 0: given code raised NameError: ",
+        "n (blank) u: test passes on the blank notebook",
+    ]
+
+
+def test_student_copy_must_hold_notebooks_only(tmp_path):
+    (tmp_path / "a3").mkdir()
+    (tmp_path / "a3" / "1_x.ipynb").write_text("{}")
+    (tmp_path / "a3" / "gradebook.db").write_text("")
+    assert release.check_student_copy(["1_x"], tmp_path / "a3") == [
+        f"{tmp_path / 'a3'}: unexpected file in the student copy: gradebook.db"
+    ]
+
+
+def test_stamping_checks_badges_and_setup():
+    from autograder import config
+
+    course = config.load(ROOT)
+    url = course.colab_url("1_x")
+    good = _nb(new_markdown_cell(f"[badge]({url})"), new_code_cell(course.install_requirement))
+    assert release.check_stamped(course, {"1_x": good}) == []
+    bad = _nb(new_markdown_cell(f"[badge]({course.colab_url('2_y')}) {{{{BRANCH}}}}"))
+    assert len(release.check_stamped(course, {"1_x": bad})) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# The repository's own notebooks.
+
+
+@pytest.mark.slow
+def test_real_release_passes_and_assignments_are_up_to_date(tmp_path):
+    sources = sorted(p.name for p in (ROOT / "solutions" / "a3").glob("*.ipynb"))
+    assert sources == EXPECTED_NOTEBOOKS, f"solutions/a3 holds {sources}"
+    root = make_course(tmp_path, source=ROOT)
+    proc = run_release(root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    generated = {p.name: p.read_bytes() for p in (root / "assignments" / "a3").glob("*.ipynb")}
+    committed = {p.name: p.read_bytes() for p in (ROOT / "assignments" / "a3").glob("*.ipynb")}
+    stale = sorted(
+        n for n in generated.keys() | committed.keys() if generated.get(n) != committed.get(n)
+    )
+    assert not stale, f"assignments/a3 is not what `make release` makes of solutions/: {stale}"

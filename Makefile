@@ -15,7 +15,7 @@ STAMP := $(VENV)/.setup-done
 export PATH := $(abspath $(BIN)):$(PATH)
 export MPLBACKEND ?= Agg
 
-.PHONY: setup test lint format clean
+.PHONY: setup test lint format clean sandbox-tools
 
 setup: $(STAMP)
 
@@ -24,7 +24,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --disable-pip-version-check -q "torch==$(TORCH_VERSION)"
 	$(PY) -m pip install --disable-pip-version-check -q -e ".[grader,dev]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (a3)" >/dev/null
+	@$(MAKE) --no-print-directory sandbox-tools
 	touch $(STAMP)
+
+# The grading sandbox runs kernels in bubblewrap (autograder/sandbox.py). Installed here with
+# apt-get when missing and this is root on Debian/Ubuntu; elsewhere install it yourself
+# (`sudo apt-get install bubblewrap`, `dnf install bubblewrap`): without it `make grade` still
+# grades, says what is not enforced, and the sandbox tests fail.
+sandbox-tools:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; \
+	  else echo "note: install bubblewrap to sandbox grading (see README)"; fi; }
+	@bwrap --version 2>/dev/null || echo "bubblewrap: not installed"
 
 test: lint
 	$(PY) -m pytest -q

@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .limits import Limits
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -64,6 +66,7 @@ class Course:
     grade: GradeSettings
     collect_pattern: str
     allowed_copies: tuple[str, ...] = ()  # [release] allowed_copies: see course.toml
+    sandbox: Limits = Limits()  # [sandbox]: see sandbox.py
 
     @property
     def solutions_dir(self) -> Path:
@@ -141,6 +144,20 @@ def load(root: Path | str | None = None) -> Course:
     )
     if min(settings.cell_timeout, settings.demo_cell_timeout, settings.student_timeout) <= 0:
         raise ConfigError(f"{path}: the [grade] time limits must be positive seconds")
+    table = data.get("sandbox", {})
+    unknown = set(table) - set(Limits.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(f"{path}: unknown [sandbox] settings {sorted(unknown)}")
+    try:
+        limits = Limits(
+            **{k: v for k, v in table.items() if k not in ("enabled", "hide")},
+            enabled=bool(table.get("enabled", True)),
+            hide=tuple(str(p) for p in table.get("hide", [])),
+        )
+    except TypeError as err:
+        raise ConfigError(f"{path}: [sandbox]: {err}") from err
+    if not all(isinstance(v, int) and v > 0 for v in limits.numbers().values()):
+        raise ConfigError(f"{path}: the [sandbox] limits must be positive integers")
     pattern = collect.get("pattern", "")
     try:
         groups = re.compile(pattern).groupindex
@@ -156,4 +173,5 @@ def load(root: Path | str | None = None) -> Course:
         grade=settings,
         collect_pattern=pattern,
         allowed_copies=tuple(line.strip() for line in allowed),
+        sandbox=limits,
     )

@@ -38,6 +38,7 @@ from pathlib import Path
 from . import demo, intake, nbgrader_dir, notebooks, report
 from .config import Course
 from .gradebook import Scores, read_scores, zero_notebooks
+from .limits import Limits
 from .nbgrader_dir import GradingDir
 
 # nbgrader matches student ids as glob patterns and uses them as folder names.
@@ -108,11 +109,13 @@ def list_students(gdir: GradingDir) -> list[str]:
     return sorted(p.name for p in gdir.submitted.iterdir() if p.is_dir() and any(p.iterdir()))
 
 
-def worker_command(gdir: GradingDir, student: str, cell_timeout: int, result: Path) -> list[str]:
-    """The one command that grades ``student``: what a sandbox wraps (see worker.py)."""
+def worker_command(
+    gdir: GradingDir, student: str, cell_timeout: int, result: Path, limits: Limits
+) -> list[str]:
+    """The one command that grades ``student`` (its kernels sandboxed: see worker.py)."""
     return [
         sys.executable, "-m", "autograder.worker", str(gdir.root), gdir.assignment, student,
-        f"--cell-timeout={cell_timeout}", f"--result={result}",
+        f"--cell-timeout={cell_timeout}", f"--result={result}", f"--sandbox={limits.to_json()}",
     ]  # fmt: skip
 
 
@@ -139,7 +142,12 @@ _live_lock = threading.Lock()
 
 
 def run_worker(
-    gdir: GradingDir, student: str, cell_timeout: int, wall: int, threads: int
+    gdir: GradingDir,
+    student: str,
+    cell_timeout: int,
+    wall: int,
+    threads: int,
+    limits: Limits | None = None,
 ) -> tuple[dict, bool, int | None, float]:
     """Grade ``student`` in a child process; return (its result, killed, exit code, seconds).
     Retried once if the gradebook was locked by another worker."""
@@ -149,7 +157,7 @@ def run_worker(
     start = time.perf_counter()
     for attempt in range(2):
         result_file.unlink(missing_ok=True)
-        cmd = worker_command(gdir, student, cell_timeout, result_file)
+        cmd = worker_command(gdir, student, cell_timeout, result_file, limits or Limits())
         with open(log_file, "wb") as log:
             proc = subprocess.Popen(
                 cmd, cwd=gdir.root, env=nbgrader_dir.child_env(threads), stdout=log,
@@ -269,6 +277,8 @@ def grade(
     )
     log(f"grading {plan.title} in {plan.gdir.root}: {plan.workers} worker(s), "
         f"{plan.cell_timeout} s per cell")  # fmt: skip
+    for line in sandbox_lines(course):
+        log("  " + line)
     with exclusive(plan.gdir):
         return grade_plan(course, plan, log)
 
@@ -333,7 +343,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         def one(student: str) -> None:
             pending = state.students[student]
             result, killed, code, seconds = run_worker(
-                gdir, student, limit, course.grade.student_timeout, threads
+                gdir, student, limit, course.grade.student_timeout, threads, course.sandbox
             )
             if killed or not result.get("done"):
                 unfinished = [n for n in names if not result["notebooks"].get(n, {}).get("graded")]
@@ -374,6 +384,14 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     return GradeResult(gdir, rows, todo, skipped, seconds, incomplete)
 
 
+def sandbox_lines(course: Course) -> list[str]:
+    """What the grading sandbox enforces on this machine, in words (see sandbox.py)."""
+    from .sandbox import Status, probe
+
+    status = probe() if course.sandbox.enabled else Status(False, False, "disabled in course.toml")
+    return status.describe(course.sandbox)
+
+
 def write_reports(
     course: Course, gdir: GradingDir, rows: list[report.Row], title: str, log=print
 ) -> None:
@@ -394,6 +412,7 @@ def write_reports(
             f"Grades of {title}",
             report.summary_table(rows),
             report.histogram(rows),
+            "\n".join(sandbox_lines(course)),
             f"grades: {course.out_dir / 'grades.csv'}\nfeedback: {gdir.feedback}/<student>/"
             f"{gdir.assignment}/index.html\nwritten answers: make formgrade",
         ]

@@ -13,6 +13,10 @@ repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it 
   graded: deleted cells are put back at their place, metadata reset (nbgrader restores the
   source of edited cells and adds the hidden tests). Metadata lost by copying the notebook
   into a new one is given back from the content (a note, not a flag);
+- code in the student's cells that changes the test machinery or escapes it (reassigning
+  ``torch.allclose``, rebinding ``check_close``, ``exec``, ``sys.modules``, shell commands: see
+  ``tamper.py``) is flagged ``tampered`` and replaced by ``pass`` in what is graded, so the
+  notebook scores what the rest of its code is worth;
 - no usable file: ``missing``.
 
 Shape of the result: a :class:`StudentIntake` with one :class:`NotebookIntake` per assignment
@@ -30,11 +34,12 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from . import notebooks
+from . import notebooks, tamper
 from .nbgrader_dir import GradingDir
 
 MATCH_THRESHOLD = 0.5  # share of a released notebook's cells a renamed file must contain
 MAX_NOTEBOOK_BYTES = 50_000_000
+MAX_FINDINGS = 5  # tampering findings listed in a notebook's notes
 
 
 @dataclass
@@ -145,7 +150,7 @@ def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[st
       same two cells as in the release (a note, not tampering);
     - of cells sharing a grade id, the one matching the release (else the last) keeps it;
     - nbgrader metadata changed by the student is reset to the release's, and a grade id the
-      release does not have is removed;
+      release does not have is removed, and so is metadata without a grade id;
     - a deleted test, locked code cell or written answer is put back at its released place.
 
     nbgrader itself puts back the source of an edited locked cell (and the hidden tests)."""
@@ -173,6 +178,10 @@ def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[st
     for cell in nb.cells:
         gid = notebooks.grade_id(cell)
         if gid is None:
+            if "nbgrader" in cell.metadata:  # "locked" without an id: nbgrader ignores it,
+                del cell.metadata["nbgrader"]  # the tamper scan must not (it checks the cell)
+                index = nb.cells.index(cell)
+                notes.append(f"cell {index} had nbgrader metadata without a grade id: removed")
             continue
         if gid not in ours:
             problems.append(f"cell {gid} is not in the released notebook")
@@ -316,6 +325,15 @@ def read_student(
         for problem in problems:
             result.notebooks[name].flag("tampered", problem)
         result.notebooks[name].notes += notes
+        chosen[name], findings = tamper.neutralise(nb)
+        for finding in findings[:MAX_FINDINGS]:
+            result.notebooks[name].flag(
+                "tampered",
+                f"cell {finding.cell + 1} line {finding.line}: {finding.reason} "
+                f"(`{finding.code}`), not run",
+            )
+        if len(findings) > MAX_FINDINGS:
+            result.notebooks[name].notes.append(f"and {len(findings) - MAX_FINDINGS} more")
         result.notebooks[name].staged = True
     return result, chosen
 

@@ -14,7 +14,8 @@ after every notebook, so a killed worker still says what it finished)::
                    numbers], "stderr_tests": [grade ids], "seconds": float}}}
 
 Everything student code can reach runs in the kernels nbgrader starts; this process only
-talks to them. A sandbox (next issue) can wrap this command or the kernels it launches.
+talks to them, and ``--sandbox LIMITS`` (JSON, see ``limits.py``) starts every kernel in the
+sandbox of ``sandbox.py`` with those limits.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 from . import notebooks
 from .config import REPO_ROOT
 from .gradebook import zero_notebooks
+from .limits import Limits
 from .nbgrader_dir import load_config
 
 TIMEOUT_ENAME = "CellTimeoutError"
@@ -63,12 +65,29 @@ def inspect(path: Path) -> dict:
 
 
 def grade_student(
-    root: Path, assignment: str, student: str, cell_timeout: int, result_file: Path
+    root: Path,
+    assignment: str,
+    student: str,
+    cell_timeout: int,
+    result_file: Path,
+    limits: Limits | None = None,
 ) -> dict:
+    """Grade every staged notebook of ``student``, each kernel in the sandbox of ``limits``."""
+    from .sandbox import Sandbox
+
+    cfg = _load_config(root, assignment, student, cell_timeout)
+    sandbox = Sandbox(root, limits or Limits())
+    sandbox.configure(cfg)
+    try:
+        return _grade(cfg, root, assignment, student, result_file)
+    finally:
+        sandbox.cleanup()
+
+
+def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) -> dict:
     from nbgrader.converters import Autograde, GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
 
-    cfg = _load_config(root, assignment, student, cell_timeout)
     coursedir = CourseDirectory(config=cfg)
     staged = sorted(p.stem for p in (root / "intake" / student / assignment).glob("*.ipynb"))
     released = sorted(p.stem for p in (root / "release" / assignment).glob("*.ipynb"))
@@ -123,13 +142,19 @@ def main() -> None:
     parser.add_argument("student")
     parser.add_argument("--cell-timeout", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
+    parser.add_argument("--sandbox", type=Limits.from_json, default=Limits(), help="limits (JSON)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # The kernels inherit this environment: keep this package off their import path.
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p and p != str(REPO_ROOT))
     grade_student(
-        args.root.resolve(), args.assignment, args.student, args.cell_timeout, args.result
+        args.root.resolve(),
+        args.assignment,
+        args.student,
+        args.cell_timeout,
+        args.result,
+        args.sandbox,
     )
 
 

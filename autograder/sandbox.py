@@ -4,11 +4,12 @@ nbgrader runs a student's notebook, tests included, in one Jupyter kernel. ``wor
 nbgrader start that kernel through :class:`SandboxKernelManager`, which wraps the kernel's
 command so that, when bubblewrap (``bwrap``) works on this machine:
 
-- the file system is read-only, with the course's files hidden: empty folders replace the
-  repository's parent folder (``solutions/``, the gradebook, every submission, the autograder
-  itself), the course directory, ``/root``, ``/home``, ``/tmp``, ``/var/tmp`` and the folders
-  listed in ``[sandbox] hide`` of ``course.toml``; only the Python installation and
-  ``course_lib`` are shown again, read-only;
+- the file system holds only what a kernel needs, read-only: the system folders (``SYSTEM``:
+  ``/usr``, ``/etc``, ``/lib``...), the Python installation and ``course_lib``. Nothing else
+  of the machine exists in it: not the repository (``solutions/``, the gradebook, every
+  submission, the autograder itself), not the course directory, not other checkouts, ``/root``,
+  ``/home`` or the host's ``/tmp``. ``[sandbox] hide`` of ``course.toml`` empties folders
+  inside what is shown (``/etc/secrets``);
 - the kernel's working directory is a fresh, size-limited scratch folder (``/tmp/work``,
   also its ``HOME``), the only place it can write, emptied after every notebook;
 - it has no network (its own empty network namespace: the kernel talks to nbgrader over Unix
@@ -46,9 +47,10 @@ from jupyter_client.manager import AsyncKernelManager
 from nbformat import NotebookNode
 from traitlets import Integer
 
-from .config import REPO_ROOT
 from .limits import Limits
 
+# All the sandbox shows of the machine's own folders, read-only (with Python and course_lib).
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SCRATCH = "/tmp/work"  # the kernel's working directory and HOME inside the sandbox
 UID_BASE = 61000  # sandbox uids are UID_BASE + (worker pid % 4000) when grading as root
 
@@ -112,9 +114,22 @@ def _bwrap(uid: int | None) -> list[str]:
             "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
         ]  # fmt: skip
     return [
-        "bwrap", *spaces, "--die-with-parent", "--new-session",
-        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "bwrap", *spaces, "--die-with-parent", "--new-session", *_system(),
+        "--dev", "/dev", "--proc", "/proc",
     ]  # fmt: skip
+
+
+def _system() -> list[str]:
+    """bwrap options showing the system folders, read-only (a symlink such as ``/bin ->
+    usr/bin`` stays a symlink)."""
+    args: list[str] = []
+    for top in SYSTEM:
+        path = Path(top)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), top]
+        elif path.is_dir():
+            args += ["--ro-bind", top, top]
+    return args
 
 
 @functools.lru_cache(maxsize=1)
@@ -137,27 +152,9 @@ def probe() -> Status:
     return Status(True, unprivileged)
 
 
-def _outer(path: Path) -> Path:
-    """The folder to hide for ``path``: its parent (other checkouts and copies live beside
-    it), unless that is the file system's root."""
-    path = path.resolve()
-    return path.parent if path.parent != Path(path.anchor) else path
-
-
-def hidden_paths(course_root: Path, extra: tuple[str, ...] = ()) -> list[Path]:
-    """Existing folders replaced by empty ones in the sandbox, outermost first."""
-    wanted = {_outer(REPO_ROOT), _outer(course_root), *map(Path, extra)}
-    wanted |= {Path(p) for p in ("/root", "/home", "/var/tmp", "/mnt", "/media", "/srv")}
-    found = sorted({p.resolve() for p in wanted if p.is_dir()}, key=lambda p: len(p.parts))
-    # A folder inside another hidden one is already gone; /tmp is replaced by the scratch.
-    tmp = Path("/tmp").resolve()
-    return [
-        p
-        for i, p in enumerate(found)
-        if p != tmp
-        and not p.is_relative_to(tmp)
-        and not any(p.is_relative_to(q) for q in found[:i])
-    ]
+def _visible(path: Path) -> bool:
+    """Whether ``path`` is inside a system folder the sandbox shows anyway."""
+    return any(path.is_relative_to(Path(top).resolve()) for top in SYSTEM)
 
 
 def shown_paths() -> list[Path]:
@@ -176,7 +173,6 @@ def shown_paths() -> list[Path]:
 def kernel_command(
     cmd: list[str],
     rundir: Path,
-    course_root: Path,
     limits: Limits,
     status: Status,
     uid: int | None,
@@ -196,21 +192,20 @@ def kernel_command(
     if not (status.isolated and limits.enabled):
         return [*_drop(uid), *rlimits, *cmd]
     args = _bwrap(uid)
-    hidden = hidden_paths(course_root, limits.hide)
-    for path in hidden:
-        args += ["--tmpfs", str(path)]
     args += ["--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", "/tmp"]
-    # Folders bwrap creates on the way to what it shows again would be private to root.
-    tops = [*hidden, Path("/tmp")]
-    shown = shown_paths()
-    made: list[Path] = []
+    # Everything else starts out absent; the folders on the way to what is shown are made
+    # (readable: bwrap would make them private to root).
+    shown = [p for p in shown_paths() if not _visible(p)]
+    made: list[Path] = [Path("/"), Path("/tmp")]
     for path in [*shown, rundir]:
         for up in reversed(path.parents):
-            if up not in made and any(up != t and up.is_relative_to(t) for t in tops):
+            if up not in made and not _visible(up):
                 made.append(up)
                 args += ["--perms", "0755", "--dir", str(up)]
     for path in shown:
         args += ["--ro-bind", str(path), str(path)]
+    for path in sorted({Path(p) for p in limits.hide if Path(p).is_dir()}):  # in what is shown
+        args += ["--tmpfs", str(path)]
     args += ["--bind", str(rundir), str(rundir)]
     args += ["--perms", "0777", "--dir", SCRATCH, "--chdir", SCRATCH]
     env = {
@@ -232,10 +227,9 @@ def kernel_command(
 class Sandbox:
     """One worker's sandbox: its private folder (connection files, sockets, caches) and uid."""
 
-    def __init__(self, course_root: Path, limits: Limits, status: Status | None = None):
+    def __init__(self, limits: Limits, status: Status | None = None):
         import tempfile
 
-        self.course_root = course_root
         self.limits = limits
         self.status = status or probe()
         # Its own uid only in isolation: outside it, a kernel must read the course as the grader.
@@ -273,9 +267,7 @@ class Sandbox:
         """The kernel command, sandboxed; the connection file made readable by the kernel."""
         if self.uid is not None and os.path.exists(connection_file):
             os.chown(connection_file, self.uid, self.uid)
-        return kernel_command(
-            cmd, self.rundir, self.course_root, self.limits, self.status, self.uid
-        )
+        return kernel_command(cmd, self.rundir, self.limits, self.status, self.uid)
 
     def cleanup(self) -> None:
         shutil.rmtree(self.rundir, ignore_errors=True)

@@ -76,7 +76,7 @@ def grade_student(
     from .sandbox import Sandbox
 
     cfg = _load_config(root, assignment, student, cell_timeout)
-    sandbox = Sandbox(root, limits or Limits())
+    sandbox = Sandbox(limits or Limits())
     sandbox.configure(cfg)
     try:
         return _grade(cfg, root, assignment, student, result_file)

@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from test_grade import _sources, autograder, grades, make_course
+from test_grade import ROOT, _sources, autograder, grades, make_course
 
 from autograder import notebooks, sandbox
 
@@ -527,21 +527,22 @@ def test_grading_without_isolation_says_so(tmp_path):
 
 
 def test_kernel_command_isolates_and_limits(tmp_path):
-    limits = sandbox.Limits(memory_mb=100, processes=7, file_mb=3, scratch_mb=5)
+    (tmp_path / "secret").mkdir()
+    hide = (str(tmp_path / "secret"), "/no/such/folder")
+    limits = sandbox.Limits(memory_mb=100, processes=7, file_mb=3, scratch_mb=5, hide=hide)
     status = sandbox.Status(isolated=True, unprivileged=True)
-    course = tmp_path / "course"
-    course.mkdir()
     kernel = ["python", "-m", "ipykernel_launcher", "-f", "conn.json"]
-    cmd = sandbox.kernel_command(kernel, tmp_path / "run", course, limits, status, uid=61234)
+    cmd = sandbox.kernel_command(kernel, tmp_path / "run", limits, status, uid=61234)
     assert cmd[0] == "bwrap" and cmd[-len(kernel) :] == kernel
     assert {"--unshare-net", "--unshare-pid", "--die-with-parent"} <= set(cmd)
+    shown = [Path(cmd[i + 1]) for i, arg in enumerate(cmd) if arg in ("--ro-bind", "--bind")]
+    assert "/usr" in map(str, shown) and Path(sys.prefix).resolve() in shown
+    # only the system, Python, course_lib and the kernel's own folder: not /, /work, the repo
+    allowed = [Path(p) for p in sandbox.SYSTEM] + sandbox.shown_paths() + [tmp_path / "run"]
+    assert all(p in allowed for p in shown), shown
+    assert not any(p in (Path("/"), ROOT, ROOT.parent) for p in shown)
     tmpfs = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--tmpfs"]
-    shown = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--ro-bind"]
-    assert str(sandbox.REPO_ROOT.parent) in tmpfs and "/tmp" in tmpfs and "/root" in tmpfs
-    assert shown[0] == "/" and str(Path(sys.prefix).resolve()) in shown
-    # everything is hidden before anything is shown again
-    binds = [i for i, a in enumerate(cmd) if a == "--ro-bind" and cmd[i + 1] != "/"]
-    assert max(i for i, a in enumerate(cmd) if a == "--tmpfs") < min(binds)
+    assert tmpfs == ["/tmp", str(tmp_path / "secret")]
     tail = cmd[cmd.index("--", cmd.index("--chdir")) :]
     assert "--reuid=61234" in tail and f"--as={100 * 2**20}" in tail
     assert f"--fsize={3 * 2**20}" in tail and "--nproc=7" in tail
@@ -550,7 +551,7 @@ def test_kernel_command_isolates_and_limits(tmp_path):
 def test_kernel_command_without_isolation_keeps_limits(tmp_path):
     limits = sandbox.Limits(memory_mb=100, processes=7, file_mb=3)
     status = sandbox.Status(isolated=False, unprivileged=False, reason="no bwrap")
-    cmd = sandbox.kernel_command(["python"], tmp_path, tmp_path, limits, status, uid=None)
+    cmd = sandbox.kernel_command(["python"], tmp_path, limits, status, uid=None)
     assert cmd[0] == "prlimit" and "bwrap" not in cmd and cmd[-1] == "python"
     assert f"--as={100 * 2**20}" in cmd and "--core=0" in cmd
     text = "\n".join(status.describe(limits))

@@ -102,6 +102,8 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
         if old.stem not in staged:
             old.unlink()
 
+    errors = _Errors()
+    logging.getLogger().addHandler(errors)
     for name in staged:
         start = time.perf_counter()
         entry = {"graded": False, "error": "", "timeouts": [], "stderr_tests": [], "seconds": 0.0}
@@ -115,8 +117,10 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
                 raise RuntimeError("nbgrader could not grade this notebook (see the log)")
             entry.update(inspect(graded), graded=True)
         except Exception as err:
-            entry["error"] = f"{type(err).__name__}: {err}"[:500]
+            entry["error"] = _cause(err, errors.messages)[:500]
             traceback.print_exc()
+        finally:
+            errors.messages.clear()
         entry["seconds"] = round(time.perf_counter() - start, 2)
         save()
 
@@ -133,6 +137,25 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     result["done"] = True
     save()
     return result
+
+
+class _Errors(logging.Handler):
+    """Keeps the error messages nbgrader logs while it grades one notebook."""
+
+    def __init__(self):
+        super().__init__(level=logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _cause(err: Exception, logged: list[str]) -> str:
+    """Why grading a notebook failed, in words: nbgrader's own exception only says "see the
+    above traceback", so a dead kernel is told from what it logged."""
+    if any("Kernel died" in m or "DeadKernelError" in m for m in logged):
+        return "the kernel died (a crash, an exit or the memory limit): no tests ran"
+    return f"{type(err).__name__}: {err}"
 
 
 def main() -> None:

@@ -466,6 +466,7 @@ def test_tampering_is_explained(attacked):
     notes = rows[("a-patch-allclose", "1_attention")]["notes"]
     assert "torch.allclose" in notes, notes
     assert "exec" in rows[("a-patch-dynamic", "1_attention")]["notes"]
+    assert "the kernel died" in rows[("a-crash-kernel", "1_attention")]["notes"]
 
 
 @pytest.mark.slow

@@ -150,9 +150,11 @@ def load(root: Path | str | None = None) -> Course:
         raise ConfigError(f"{path}: unknown [sandbox] settings {sorted(unknown)}")
     try:
         limits = Limits(
-            **{k: v for k, v in table.items() if k not in ("enabled", "hide")},
-            enabled=bool(table.get("enabled", True)),
-            hide=tuple(str(p) for p in table.get("hide", [])),
+            **{
+                **table,
+                "enabled": bool(table.get("enabled", True)),
+                "hide": tuple(str(p) for p in table.get("hide", [])),
+            }
         )
     except TypeError as err:
         raise ConfigError(f"{path}: [sandbox]: {err}") from err

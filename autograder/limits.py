@@ -21,7 +21,7 @@ class Limits:
     output_kb: int = 512  # output kept per cell; the rest is dropped
     notebook_seconds: int = 1200  # the whole notebook; each cell also has cell_timeout
     enabled: bool = True  # False: no isolation even where bwrap works (limits still apply)
-    hide: tuple[str, ...] = ()  # more folders to hide from student code
+    hide: tuple[str, ...] = ()  # folders emptied inside what the sandbox shows
 
     def numbers(self) -> dict[str, int]:
         """The numeric limits by name."""

@@ -1,60 +1,465 @@
-"""``make collect ZIP=...``: import an LMS download zip into ``autograder/submitted/``.
+"""``make collect ZIP=...``: import an LMS download zip into ``autograder/submitted/``, safely.
 
-Uses nbgrader's ``zip_collect`` with its file-name collector: every file extracted from the
-zip whose full path matches ``[collect] pattern`` of ``course.toml`` is copied to
-``submitted/<student_id>/<assignment>/<file_id>``. The default pattern reads Canvas's names
-(``doejane_12345_678901_1_gru.ipynb``: login, user id, submission id, file). A resubmission
-renamed by the LMS (``1_gru-1.ipynb``) is kept under that name; ``make grade`` matches it to
-its notebook by content and flags it ``renamed``.
+Each member of the download (the OUTER zip) is matched against ``[collect] pattern`` of
+``course.toml`` as ``"/" + its path in the zip`` (the leading ``/`` lets the documented
+``'.*/(?P<student_id>...)'`` match a member at the top of the zip). The pattern's groups say
+where it goes: ``submitted/<student_id>/<assignment>/<file_id>``. The default reads Canvas's
+names, ``<login>_[LATE_]<user id>_<submission id>_<file>``::
 
-Nothing is lost: ``submitted/`` is copied to ``backups/submitted-<time>/`` first (nbgrader
-replaces the folder of every student in the zip).
+    doejane_12345_678901_1_gru.ipynb   ->  submitted/doejane/a3/1_gru.ipynb
+    doejane_12345_678901_work.zip      ->  its notebooks, into submitted/doejane/a3/
+
+A resubmission renamed by the LMS (``1_gru-1.ipynb``) is kept under that name; ``make grade``
+matches it to its notebook by content and flags it ``renamed``.
+
+Uploads are hostile, so (the zip is read with :mod:`zipfile`, member by member):
+
+- only the LMS names a student: ``student_id`` must be a usable id (``grading.STUDENT_ID``)
+  and ``file_id`` a plain file name (no folder, not hidden, at most 200 bytes) ending in
+  ``.ipynb`` or ``.zip``. A member path that is absolute or holds ``..`` is refused;
+- an uploaded ``.zip`` is opened into its uploader's folder only: its ``.ipynb`` members go
+  there by base name (checked like ``file_id``), the names inside it are never matched against
+  the pattern, and archives inside it are not opened;
+- :class:`ZipLimits`: 50 MB per file, 2 GB in all, 10,000 members (nested ones included),
+  counted while decompressing, never from the sizes the zip declares: a zip bomb is refused
+  after 50 MB, in well under a second and a few MB of memory;
+- nothing is written outside ``submitted/``; files get mode 0644 and folders 0755 whatever the
+  zip says; links, folders, devices and encrypted members are skipped;
+- a member that breaks a rule is skipped and reported, and the rest of the class is collected.
+  When a student has the same file name twice, the later readable copy in the zip wins (the
+  zip's order is the LMS's; the earlier copy is reported as replaced).
+
+The report lists, per student, what was collected, then every skipped member and why. The
+command fails (exit 1, :class:`CollectError`) only when nothing could be collected: not a zip,
+an empty one, no member matching the pattern, every matching member refused.
+
+Nothing is lost: ``submitted/`` is copied to ``backups/submitted-<time>/`` before anything is
+written. Every student with a file collected has their ``<assignment>`` folder replaced as a
+whole: the zip is read into a hidden folder inside ``submitted/`` first, then each student's
+folder is swapped in by two renames (a crash leaves a student's folder old, new or absent, never
+half-written; the backup holds the old one). Students not in the zip, and students whose every
+file was refused, keep their folders as they were.
 """
 
 from __future__ import annotations
 
+import lzma
+import os
+import re
 import shutil
+import stat
+import struct
+import tempfile
 import time
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from . import nbgrader_dir
 from .config import Course
+from .grading import STUDENT_ID
+
+MB = 1024 * 1024
+CHUNK = MB  # bytes decompressed at a time
+MAX_NAME_BYTES = 200
+STAGING = ".collect-"  # prefix of the hidden folder the zip is read into (never a student id)
+INDEX_BYTES_PER_MEMBER = 512  # a nested archive's index may not be larger than this per member
+# What reading a damaged or hostile member raises (bz2 reports bad data as OSError).
+READ_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    NotImplementedError,  # compression method
+    RuntimeError,  # encryption
+    ValueError,
+)
+_END = b"PK\x05\x06"  # a zip's end-of-central-directory record
+_END64_LOCATOR = b"PK\x06\x07"
+Planned = tuple[zipfile.ZipInfo, str, str]  # an outer member to read, its student, file name
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (relative path -> content)."""
-    if not folder.is_dir():
-        return {}
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+@dataclass(frozen=True)
+class ZipLimits:
+    """What one ``collect`` reads at most: bytes as decompressed, members outer and nested."""
+
+    file_bytes: int = 50 * MB
+    total_bytes: int = 2048 * MB
+    members: int = 10_000
 
 
-def collect(course: Course, zip_path: Path, log=print) -> list[str]:
-    """Import ``zip_path``; return the ids of the students whose submissions changed."""
-    zip_path = Path(zip_path).resolve()
+class CollectError(Exception):
+    """Nothing could be collected from the zip (the message says why)."""
+
+
+class Refused(Exception):
+    """One member is skipped; the message says why."""
+
+
+@dataclass
+class Collection:
+    """One ``collect`` under way: where it writes, what it read and what it skipped."""
+
+    staging: Path
+    assignment: str
+    limits: ZipLimits
+    members: int = 0  # members looked at, outer and nested
+    total: int = 0  # bytes decompressed
+    files: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> file -> member
+    named: set[str] = field(default_factory=set)  # students with a matching member
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (member, why)
+
+    def student_dir(self, student: str) -> Path:
+        return self.staging / student / self.assignment
+
+    def count_member(self) -> None:
+        """One more member looked at: Refused past the limit."""
+        self.members += 1
+        if self.members > self.limits.members:
+            raise Refused(f"not read: over the limit of {self.limits.members:,} members")
+
+
+# ---------------------------------------------------------------------------------------------
+# Names and member kinds.
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes as the report prints it: ``50 MB`` or ``1,000 bytes``."""
+    return f"{n // MB:,} MB" if n % MB == 0 else f"{n:,} bytes"
+
+
+def show(name: str) -> str:
+    """``name`` as the report prints it (control characters escaped)."""
+    return name if name.isprintable() else ascii(name)
+
+
+def plain_name(name: str) -> bool:
+    """A file name that is safe as is: no folder, not hidden, printable, of bounded length."""
+    return (
+        bool(name)
+        and name.isprintable()
+        and not any(c in name for c in "/\\\0")
+        and not name.startswith(".")
+        and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
+    )
+
+
+def unsafe_path(path: str) -> bool:
+    """An outer member path that no LMS writes: absolute, a drive, ``..``, backslashes, NUL."""
+    parts = path.split("/")
+    return (
+        path.startswith("/")
+        or "\\" in path
+        or "\0" in path
+        or re.match(r"[A-Za-z]:", path) is not None
+        or ".." in parts
+    )
+
+
+def check_kind(info: zipfile.ZipInfo) -> None:
+    """Refused unless ``info`` is a plain file: no folder, link, device or encryption."""
+    mode = info.external_attr >> 16
+    kind = stat.S_IFMT(mode)
+    if info.is_dir() or stat.S_ISDIR(mode) or info.external_attr & 0x10:
+        raise Refused("a folder")
+    if stat.S_ISLNK(mode):
+        raise Refused("a symbolic link")
+    if kind and not stat.S_ISREG(mode):
+        raise Refused("a device or special file")
+    if info.flag_bits & 0x1:
+        raise Refused("encrypted")
+
+
+def match(pattern: re.Pattern, path: str) -> tuple[str, str]:
+    """(student, file name) that ``pattern`` reads from an outer member ``path``; Refused when
+    it does not match or names no usable student or file."""
+    if unsafe_path(path):
+        raise Refused("unsafe path (absolute, '..' or backslashes)")
+    found = pattern.match("/" + path)
+    student = found and found.group("student_id")
+    name = found and found.group("file_id")
+    if not (student and name):
+        raise Refused("name does not match [collect] pattern in course.toml")
+    if not STUDENT_ID.fullmatch(student):
+        raise Refused(f"student id {student!r} not usable: letters, digits, ._@+- only")
+    if not plain_name(name):
+        raise Refused(f"file name {name!r} not usable (a folder, hidden or too long)")
+    return student, name
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading members within the limits.
+
+
+def read_chunk(src: IO[bytes]) -> bytes:
+    """The next chunk of a member: Refused when the member is damaged."""
+    try:
+        return src.read(CHUNK)
+    except READ_ERRORS as err:
+        raise Refused(f"unreadable: {err}") from err
+
+
+def open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
+    """``info`` opened for reading: Refused when its header is damaged or unsupported."""
+    try:
+        return zf.open(info)
+    except READ_ERRORS as err:
+        raise Refused(f"unreadable: {err}") from err
+
+
+def copy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, run: Collection) -> None:
+    """Decompress ``info`` into the new file ``dest`` (mode 0644), counting every byte against
+    the limits as it comes: past one, stop and raise Refused (``dest`` removed)."""
+    limits = run.limits
+    if run.total >= limits.total_bytes:
+        raise Refused(f"not read: the limit of {size_text(limits.total_bytes)} in all was reached")
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as out, open_member(zf, info) as src:
+            size = 0
+            while chunk := read_chunk(src):
+                size += len(chunk)
+                run.total += len(chunk)
+                if size > limits.file_bytes:
+                    raise Refused(f"over {size_text(limits.file_bytes)} uncompressed (per file)")
+                if run.total > limits.total_bytes:
+                    raise Refused(f"over {size_text(limits.total_bytes)} uncompressed in all")
+                out.write(chunk)
+        os.chmod(dest, 0o644)
+    except BaseException:
+        dest.unlink(missing_ok=True)
+        raise
+
+
+def store(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, student: str, name: str, where: str, run: Collection
+) -> None:
+    """Read one notebook into the student's staged folder; a later copy replaces an earlier."""
+    part = run.staging / ".part"
+    copy_member(zf, info, part, run)
+    folder = run.student_dir(student)
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.replace(part, folder / name)
+    files = run.files.setdefault(student, {})
+    if name in files:
+        run.skipped.append((files[name], f"replaced by a later copy in the zip: {show(where)}"))
+    files[name] = where
+
+
+def index_size(path: Path) -> tuple[int, int]:
+    """(members, bytes) of a zip's index as its end record declares them, found the way
+    :mod:`zipfile` finds it; Refused when there is none or it is zip64 (which no upload of a few
+    notebooks needs)."""
+    with open(path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - (22 + 65535 + 20)))
+        tail = fh.read()
+    start = len(tail) - 22
+    if not (start >= 0 and tail[start : start + 4] == _END and tail.endswith(b"\0\0")):
+        start = tail.rfind(_END)
+    if start < 0 or len(tail) - start < 22:
+        raise Refused("not a zip archive")
+    if start >= 20 and tail[start - 20 : start - 16] == _END64_LOCATOR:
+        raise Refused("a zip64 archive (not opened)")
+    members, index_bytes = struct.unpack("<HI", tail[start + 10 : start + 16])
+    return members, index_bytes
+
+
+def open_upload(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, student: str, where: str, run: Collection
+) -> None:
+    """An uploaded archive: its notebooks (by base name) into ``student``'s folder only."""
+    archive = run.staging / ".archive"
+    copy_member(zf, info, archive, run)
+    try:
+        members, index_bytes = index_size(archive)
+        if members > run.limits.members - run.members:
+            limit = run.limits.members
+            raise Refused(f"holds {members:,} members: over the limit of {limit:,} in all")
+        if index_bytes > INDEX_BYTES_PER_MEMBER * max(members, 1):
+            raise Refused(f"its index ({index_bytes:,} bytes) is too large for {members} member(s)")
+        try:
+            inner = zipfile.ZipFile(archive)
+        except READ_ERRORS as err:
+            raise Refused(f"not a readable zip archive: {err}") from err
+        with inner:
+            for member in inner.infolist():
+                inner_where = f"{where} > {member.filename}"
+                try:
+                    run.count_member()
+                    store_nested(inner, member, student, inner_where, run)
+                except Refused as why:
+                    run.skipped.append((inner_where, str(why)))
+    finally:
+        archive.unlink(missing_ok=True)
+
+
+def store_nested(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, student: str, where: str, run: Collection
+) -> None:
+    """One member of an uploaded archive: a notebook is stored under its base name."""
+    check_kind(info)
+    name = re.split(r"[/\\]", info.filename)[-1]
+    if name.lower().endswith(".zip"):
+        raise Refused("an archive inside an archive (not opened)")
+    if not name.endswith(".ipynb"):
+        raise Refused("not a notebook (.ipynb)")
+    if not plain_name(name):
+        raise Refused(f"file name {name!r} not usable (hidden or too long)")
+    store(zf, info, student, name, where, run)
+
+
+# ---------------------------------------------------------------------------------------------
+# The download as a whole.
+
+
+def plan(zf: zipfile.ZipFile, pattern: re.Pattern, run: Collection) -> list[Planned]:
+    """The outer members to read, as (info, student, file name); the others are skipped."""
+    todo = []
+    for info in zf.infolist():
+        try:
+            run.count_member()
+            student, name = match(pattern, info.filename)
+            run.named.add(student)
+            check_kind(info)
+            if not (name.endswith(".ipynb") or name.lower().endswith(".zip")):
+                raise Refused("not a notebook (.ipynb) or an archive (.zip)")
+            todo.append((info, student, name))
+        except Refused as why:
+            run.skipped.append((info.filename, str(why)))
+    return todo
+
+
+def read_all(zf: zipfile.ZipFile, todo: list[Planned], run: Collection) -> None:
+    """Read the planned members into the staging folder; a refused member is noted."""
+    for info, student, name in todo:
+        try:
+            if name.endswith(".ipynb"):
+                store(zf, info, student, name, info.filename, run)
+            else:
+                open_upload(zf, info, student, info.filename, run)
+        except Refused as why:
+            run.skipped.append((info.filename, str(why)))
+
+
+def open_download(zip_path: Path) -> zipfile.ZipFile:
+    """The LMS download, open: CollectError when it is missing, not a zip or empty."""
     if not zip_path.is_file():
-        raise FileNotFoundError(f"{zip_path} not found")
+        raise CollectError(f"{zip_path} not found")
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except READ_ERRORS as err:
+        raise CollectError(f"{zip_path} is not a readable zip file: {err}") from err
+    if not zf.infolist():
+        zf.close()
+        raise CollectError(f"{zip_path} is an empty zip file")
+    return zf
+
+
+def backup(submitted: Path, backups: Path, log: Callable[[str], None]) -> None:
+    """Copy ``submitted/`` to ``backups/submitted-<time>/`` when it holds anything."""
+    if not any(not p.name.startswith(STAGING) for p in submitted.iterdir()):
+        return
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = backups / f"submitted-{stamp}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = backups / f"submitted-{stamp}-{n}"
+    shutil.copytree(submitted, target, symlinks=True, ignore=shutil.ignore_patterns(STAGING + "*"))
+    log(f"backed up {submitted} to {target}")
+
+
+def same_tree(a: Path, b: Path) -> bool:
+    """Whether folders ``a`` and ``b`` hold the same files with the same contents."""
+    if not a.is_dir() or a.is_symlink():
+        return False
+    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    if files_a != files_b:
+        return False
+    return all((a / p).read_bytes() == (b / p).read_bytes() for p in files_a)
+
+
+def swap_in(run: Collection, submitted: Path) -> list[str]:
+    """Replace each collected student's ``<assignment>`` folder by the staged one (two
+    renames); return the students whose files changed."""
+    changed = []
+    for student in sorted(run.files):
+        new = run.student_dir(student)
+        os.chmod(new, 0o755)
+        home = submitted / student
+        if not home.is_dir():
+            home.mkdir()
+            os.chmod(home, 0o755)
+        target = home / run.assignment
+        if same_tree(target, new):
+            continue
+        changed.append(student)
+        if target.exists() or target.is_symlink():
+            os.rename(target, run.staging / student / ".old")
+        os.rename(new, target)
+    return changed
+
+
+def report(run: Collection, zip_name: str, changed: list[str], log: Callable[[str], None]) -> None:
+    """Per student what was collected, then every skipped member and why."""
+    log(f"collected {len(run.files)} student(s) from {zip_name}:")
+    for student in sorted(run.files):
+        state = "changed" if student in changed else "unchanged"
+        log(f"  {student} ({state}): {', '.join(sorted(run.files[student]))}")
+    kept = sorted(run.named - set(run.files))
+    if kept:
+        log(f"nothing readable for {', '.join(kept)}: their earlier files (if any) are kept")
+    if run.skipped:
+        log(f"skipped {len(run.skipped)} member(s):")
+    for where, why in run.skipped:
+        log(f"  {show(where)}: {why}")
+
+
+def clear_staging(submitted: Path) -> None:
+    """Remove what an interrupted ``collect`` left in ``submitted/``."""
+    for stale in submitted.glob(STAGING + "*"):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def collect(
+    course: Course,
+    zip_path: Path,
+    log: Callable[[str], None] = print,
+    limits: ZipLimits = ZipLimits(),
+) -> list[str]:
+    """Import ``zip_path``; return the ids of the students whose submissions changed.
+    CollectError when nothing could be collected (the report is logged first)."""
+    zip_path = Path(zip_path)
     gdir = nbgrader_dir.real(course)
-    nbgrader_dir.generate_assignment(course, gdir)  # zip_collect checks names against release/
-    before = snapshot(gdir.submitted)
-    if before:
-        backup = gdir.backups / f"submitted-{time.strftime('%Y%m%d-%H%M%S')}"
-        shutil.copytree(gdir.submitted, backup)
-        log(f"backed up {gdir.submitted} to {backup}")
-    archive = gdir.root / "downloaded" / gdir.assignment / "archive"
-    if archive.exists():
-        shutil.rmtree(archive)
-    archive.mkdir(parents=True)
-    shutil.copy2(zip_path, archive / zip_path.name)
-    proc = nbgrader_dir.nbgrader(gdir, "zip_collect", gdir.assignment, "--force")
-    skipped = [
-        line.split("Skipped submission with no match information provided: ")[-1]
-        for line in proc.stderr.splitlines()
-        if "Skipped submission with no match information" in line
-    ]
-    after = snapshot(gdir.submitted)
-    changed = sorted({k.split("/")[0] for k in after if before.get(k) != after[k]})
-    log(f"collected {len(changed)} student(s) from {zip_path.name}: {', '.join(changed) or '-'}")
-    for name in skipped:
-        log(f"  skipped (file name does not match the pattern in course.toml): {name}")
+    pattern = re.compile(course.collect_pattern)
+    with open_download(zip_path) as zf:
+        gdir.submitted.mkdir(parents=True, exist_ok=True)
+        clear_staging(gdir.submitted)
+        staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=gdir.submitted))
+        try:
+            run = Collection(staging, course.assignment, limits)
+            todo = plan(zf, pattern, run)
+            if todo:
+                backup(gdir.submitted, gdir.backups, log)
+                read_all(zf, todo, run)
+            changed = swap_in(run, gdir.submitted)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    report(run, zip_path.name, changed, log)
+    if not todo:
+        raise CollectError(
+            f"no member of {zip_path.name} matches [collect] pattern of course.toml with a"
+            " usable student id and file name (see the skipped members above)"
+        )
+    if not run.files:
+        raise CollectError(
+            f"no member of {zip_path.name} could be read (see the skipped members above)"
+        )
     log("next: make grade")
     return changed

@@ -1,0 +1,422 @@
+"""`make collect`: an LMS download is imported per student, and a hostile upload can only ever
+cost its own student. Every attack is a zip crafted here with `zipfile`; the tests call
+`autograder.collect.collect` on a temporary copy of the tiny course (and once the real CLI)
+and assert the files written (paths, modes, contents), the other students and the report."""
+
+from __future__ import annotations
+
+import io
+import stat
+import struct
+import subprocess
+import sys
+import time
+import tracemalloc
+import warnings
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+from test_grade import ENV, FIXTURE, ROOT, make_course
+
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from autograder import config  # noqa: E402
+from autograder.collect import CollectError, ZipLimits, collect  # noqa: E402
+
+MiB = 1024 * 1024
+# The tiny course's pattern, also reading uploaded archives (as the repository's course.toml).
+TOML = (FIXTURE / "course.toml").read_text().replace(r"\.ipynb)$", r"\.(?:ipynb|zip))$")
+
+
+@pytest.fixture
+def course(tmp_path) -> config.Course:
+    assert r"\.(?:ipynb|zip))$" in TOML
+    return config.load(make_course(tmp_path / "course", toml=TOML))
+
+
+def submitted(course: config.Course) -> Path:
+    return course.grader_dir / "submitted"
+
+
+def nb(tag: str) -> bytes:
+    """A notebook's bytes, told apart by ``tag`` (collect never parses them)."""
+    return f'{{"cells": [], "metadata": {{"tag": "{tag}"}}, "nbformat": 4}}'.encode()
+
+
+def member(name: str, mode: int) -> zipfile.ZipInfo:
+    """A member whose Unix mode (file type and permissions) is ``mode``."""
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = mode << 16
+    return info
+
+
+def make_zip(path: Path | io.BytesIO, members: list, mode: str = "w") -> Path | io.BytesIO:
+    """Write ``members``, a list of (name or ZipInfo, bytes), to the zip ``path``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # duplicate names are on purpose
+        with zipfile.ZipFile(path, mode, zipfile.ZIP_DEFLATED) as zf:
+            for name, data in members:
+                zf.writestr(name, data)
+    return path
+
+
+def zip_bytes(members: list) -> bytes:
+    """A zip of ``members`` (as :func:`make_zip`), to upload inside the download."""
+    return make_zip(io.BytesIO(), members).getvalue()
+
+
+def make_bomb(path: Path, name: str, size_mb: int = 1024) -> Path:
+    """A zip whose one member ``name`` inflates ~1 KB per MiB into ``size_mb`` MiB of zeros
+    (1 MB -> 1 GB by default), its headers declaring the true size and CRC. zipfile cannot add
+    a ready deflate stream: the stream is stored, then the method, CRC and size patched."""
+    zeros = bytes(MiB)
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH)  # same bytes every MiB
+    crc = 0
+    for _ in range(size_mb):
+        crc = zlib.crc32(zeros, crc)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(name, block * size_mb + comp.flush())
+    data = bytearray(path.read_bytes())
+    (index,) = struct.unpack("<I", data[-6:-2])  # the central directory's offset
+    for method_at in (8, index + 10):  # local header, then central directory entry
+        struct.pack_into("<H", data, method_at, zipfile.ZIP_DEFLATED)
+        struct.pack_into("<I", data, method_at + 6, crc)
+        struct.pack_into("<I", data, method_at + 14, size_mb * MiB)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def run(course: config.Course, archive: Path, **kw) -> tuple[list[str], str]:
+    """(students changed, the log) of one ``collect``."""
+    lines: list[str] = []
+    changed = collect(course, archive, log=lines.append, **kw)
+    return changed, "\n".join(lines)
+
+
+def files(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under ``folder``: relative path -> (permission bits, content)."""
+    return {
+        str(p.relative_to(folder)): (stat.S_IMODE(p.lstat().st_mode), p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() or p.is_symlink()
+    }
+
+
+def everything(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file of the course except the submissions and their backups."""
+    keep = ("autograder/submitted", "autograder/backups")
+    return {k: v for k, v in files(root).items() if not k.startswith(keep)}
+
+
+def seed(course: config.Course, student: str, name: str, data: bytes) -> Path:
+    """A submission from an earlier collect."""
+    path = submitted(course) / student / "a3" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# What an honest download gives.
+
+
+def test_collects_each_student_into_their_folder(course, tmp_path):
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [
+            ("doejane_123_456_1_sums.ipynb", nb("jane 1")),
+            ("doejane_123_456_2_words.ipynb", nb("jane 2")),
+            ("smithbob_LATE_124_457_1_sums-1.ipynb", nb("bob 1")),
+            (
+                "leeann_125_458_work.zip",
+                zip_bytes([("hw/", b""), ("hw/1_sums.ipynb", nb("ann 1"))]),
+            ),
+            ("somebody_else.ipynb", nb("no name")),
+        ],
+    )
+    changed, log = run(course, archive)
+    assert changed == ["doejane", "leeann", "smithbob"]
+    assert files(submitted(course)) == {
+        "doejane/a3/1_sums.ipynb": (0o644, nb("jane 1")),
+        "doejane/a3/2_words.ipynb": (0o644, nb("jane 2")),
+        "leeann/a3/1_sums.ipynb": (0o644, nb("ann 1")),
+        "smithbob/a3/1_sums-1.ipynb": (0o644, nb("bob 1")),
+    }
+    for folder in ("doejane", "doejane/a3", "leeann/a3", "smithbob/a3"):
+        assert stat.S_IMODE((submitted(course) / folder).stat().st_mode) == 0o755
+    assert log.splitlines() == [
+        "collected 3 student(s) from download.zip:",
+        "  doejane (changed): 1_sums.ipynb, 2_words.ipynb",
+        "  leeann (changed): 1_sums.ipynb",
+        "  smithbob (changed): 1_sums-1.ipynb",
+        "skipped 2 member(s):",
+        "  somebody_else.ipynb: name does not match [collect] pattern in course.toml",
+        "  leeann_125_458_work.zip > hw/: a folder",
+        "next: make grade",
+    ]
+    # the same download again: backed up first, nothing changed, nothing left behind
+    changed, log = run(course, archive)
+    assert changed == [] and "  doejane (unchanged): 1_sums.ipynb, 2_words.ipynb" in log
+    (backup,) = (course.grader_dir / "backups").glob("submitted-*")
+    assert log.startswith(f"backed up {submitted(course)} to {backup}")
+    assert files(backup) == files(submitted(course))
+    assert sorted(p.name for p in submitted(course).iterdir()) == ["doejane", "leeann", "smithbob"]
+
+
+def test_replaces_only_the_students_in_the_zip(course, tmp_path):
+    seed(course, "doejane", "old.ipynb", nb("jane old"))
+    seed(course, "smithbob", "1_sums.ipynb", nb("bob old"))
+    kept = seed(course, "leeann", "1_sums.ipynb", nb("ann old"))
+    before = kept.stat().st_mtime_ns
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [
+            ("doejane_1_2_1_sums.ipynb", nb("jane new")),
+            ("smithbob_3_4_1_sums.ipynb", nb("bob old")),  # as collected last time
+            ("leeann_5_6_2_words.ipynb", b"x" * 2000),  # refused: too large
+        ],
+    )
+    changed, log = run(course, archive, limits=ZipLimits(file_bytes=1000))
+    assert changed == ["doejane"]
+    assert files(submitted(course)) == {
+        "doejane/a3/1_sums.ipynb": (0o644, nb("jane new")),  # old.ipynb is gone
+        "leeann/a3/1_sums.ipynb": (0o644, nb("ann old")),
+        "smithbob/a3/1_sums.ipynb": (0o644, nb("bob old")),
+    }
+    assert kept.stat().st_mtime_ns == before
+    assert "nothing readable for leeann: their earlier files (if any) are kept" in log
+    (backup,) = (course.grader_dir / "backups").glob("submitted-*")
+    assert (backup / "doejane" / "a3" / "old.ipynb").read_bytes() == nb("jane old")
+
+
+# ---------------------------------------------------------------------------------------------
+# The attacks: each costs only the attacker's own files.
+
+
+def test_an_upload_cannot_name_another_student(course, tmp_path):
+    bob = seed(course, "smithbob", "1_sums.ipynb", nb("bob"))
+    root = course.root
+    before = everything(root)
+    nested = zip_bytes(
+        [
+            ("smithbob_3_4_1_sums.ipynb", nb("as bob")),  # a name the pattern would match
+            ("../smithbob/a3/1_sums.ipynb", nb("climbs")),
+            ("/tmp/abs/2_words.ipynb", nb("absolute")),
+            ("newstudent_7_8_1_sums.ipynb", nb("creates")),
+            ("deeper.zip", zip_bytes([("smithbob_3_4_2_words.ipynb", nb("deeper"))])),
+            ("__MACOSX/._1_sums.ipynb", b"junk"),
+            ("notes.txt", b"hello"),
+        ]
+    )
+    archive = make_zip(tmp_path / "download.zip", [("doejane_1_2_work.zip", nested)])
+    changed, log = run(course, archive)
+    assert changed == ["doejane"]
+    assert files(submitted(course)) == {
+        "doejane/a3/1_sums.ipynb": (0o644, nb("climbs")),  # by base name, in her folder
+        "doejane/a3/2_words.ipynb": (0o644, nb("absolute")),
+        "doejane/a3/newstudent_7_8_1_sums.ipynb": (0o644, nb("creates")),
+        "doejane/a3/smithbob_3_4_1_sums.ipynb": (0o644, nb("as bob")),
+        "smithbob/a3/1_sums.ipynb": (0o644, nb("bob")),
+    }
+    assert bob.read_bytes() == nb("bob") and everything(root) == before
+    assert not (tmp_path / "tmp").exists() and not Path("/tmp/abs/2_words.ipynb").exists()
+    assert "  doejane_1_2_work.zip > deeper.zip: an archive inside an archive (not opened)" in log
+    assert "  doejane_1_2_work.zip > __MACOSX/._1_sums.ipynb: file name '._1_sums.ipynb'" in log
+    assert "  doejane_1_2_work.zip > notes.txt: not a notebook (.ipynb)" in log
+
+
+def test_outer_members_that_break_the_rules_are_skipped(course, tmp_path):
+    root = course.root
+    before = everything(root)
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [
+            ("../evil.ipynb", nb("evil")),
+            ("../doejane_1_2_2_words.ipynb", nb("climbs")),
+            ("/etc/doejane_1_2_2_words.ipynb", nb("absolute")),
+            (".._1_2_1_sums.ipynb", nb("dot-dot student")),
+            ("-rf_1_2_1_sums.ipynb", nb("dash student")),
+            ("doejane_1_2_.hidden.ipynb", nb("hidden file")),
+            ("doejane_1_2_" + "x" * 250 + ".ipynb", nb("long")),
+            ("doejane_1_2_notes.txt", b"not a notebook"),
+            (member("doejane_1_2_link.ipynb", stat.S_IFLNK | 0o777), b"/etc/passwd"),
+            (member("doejane_1_2_dev.ipynb", stat.S_IFCHR | 0o666), b""),
+            (member("doejane_1_2_dir.ipynb", stat.S_IFDIR | 0o755), b""),
+            (member("doejane_1_2_1_sums.ipynb", stat.S_IFREG | 0o6777), nb("setuid")),
+        ],
+    )
+    changed, log = run(course, archive)
+    assert changed == ["doejane"]
+    assert files(submitted(course)) == {"doejane/a3/1_sums.ipynb": (0o644, nb("setuid"))}
+    assert sorted(p.name for p in submitted(course).iterdir()) == ["doejane"]
+    assert everything(root) == before and not (tmp_path / "evil.ipynb").exists()
+    unsafe = "unsafe path (absolute, '..' or backslashes)"
+    for line in [
+        "skipped 11 member(s):",
+        f"  ../evil.ipynb: {unsafe}",
+        f"  ../doejane_1_2_2_words.ipynb: {unsafe}",
+        f"  /etc/doejane_1_2_2_words.ipynb: {unsafe}",
+        "  .._1_2_1_sums.ipynb: student id '..' not usable: letters, digits, ._@+- only",
+        "  -rf_1_2_1_sums.ipynb: student id '-rf' not usable",
+        "  doejane_1_2_.hidden.ipynb: file name '.hidden.ipynb' not usable",
+        "x.ipynb' not usable (a folder, hidden or too long)",
+        "  doejane_1_2_notes.txt: name does not match [collect] pattern",
+        "  doejane_1_2_link.ipynb: a symbolic link",
+        "  doejane_1_2_dev.ipynb: a device or special file",
+        "  doejane_1_2_dir.ipynb: a folder",
+    ]:
+        assert line in log
+
+
+def test_a_zip_bomb_is_refused_quickly_in_little_memory(course, tmp_path):
+    archive = make_bomb(tmp_path / "download.zip", "doejane_1_2_2_words.ipynb")
+    inner = make_bomb(tmp_path / "inner.zip", "1_sums.ipynb")
+    make_zip(
+        archive,
+        [
+            ("doejane_1_2_1_sums.ipynb", nb("jane")),
+            ("smithbob_3_4_work.zip", inner.read_bytes()),
+            ("smithbob_3_4_2_words.ipynb", nb("bob")),
+        ],
+        mode="a",
+    )
+    assert archive.stat().st_size < 3 * MiB
+    with zipfile.ZipFile(archive) as zf:  # what the headers declare
+        assert zf.getinfo("doejane_1_2_2_words.ipynb").file_size == 1024 * MiB
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        changed, log = run(course, archive)
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    print(f"\n1 MB -> 1 GB bombs refused in {seconds:.2f} s, peak {peak / MiB:.1f} MiB traced")
+    assert seconds < 15 and peak < 16 * MiB  # ~0.3 s and ~3 MiB here: reading stops at 50 MB
+    assert changed == ["doejane", "smithbob"]
+    assert files(submitted(course)) == {
+        "doejane/a3/1_sums.ipynb": (0o644, nb("jane")),
+        "smithbob/a3/2_words.ipynb": (0o644, nb("bob")),
+    }
+    assert "  doejane_1_2_2_words.ipynb: over 50 MB uncompressed (per file)" in log
+    assert "  smithbob_3_4_work.zip > 1_sums.ipynb: over 50 MB uncompressed (per file)" in log
+    assert not list(submitted(course).glob(".*"))  # nothing half-read left behind
+
+
+def test_total_and_member_limits(course, tmp_path):
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [(f"s{i}_1_2_1_sums.ipynb", b"x" * 400) for i in range(4)]
+        + [("late_1_2_work.zip", zip_bytes([(f"{i}.ipynb", b"y") for i in range(3)]))],
+    )
+    changed, log = run(course, archive, limits=ZipLimits(total_bytes=1000))
+    assert changed == ["s0", "s1"] == sorted(p.name for p in submitted(course).iterdir())
+    assert "  s2_1_2_1_sums.ipynb: over 1,000 bytes uncompressed in all" in log
+    assert "  s3_1_2_1_sums.ipynb: not read: the limit of 1,000 bytes in all was reached" in log
+    changed, log = run(course, archive, limits=ZipLimits(members=6))
+    assert "  late_1_2_work.zip: holds 3 members: over the limit of 6 in all" in log
+    changed, log = run(course, archive, limits=ZipLimits(members=3))
+    assert "  s3_1_2_1_sums.ipynb: not read: over the limit of 3 members" in log
+    assert "  late_1_2_work.zip: not read: over the limit of 3 members" in log
+    # an index larger than its declared member count (zipfile would read all of it)
+    lying = bytearray(zip_bytes([(f"{i}.ipynb", b"y") for i in range(40)]))
+    struct.pack_into("<HH", lying, len(lying) - 14, 1, 1)  # the end record: 1 member
+    archive = make_zip(tmp_path / "lying.zip", [("late_1_2_work.zip", bytes(lying))])
+    with pytest.raises(CollectError):
+        run(course, archive)
+    assert not (submitted(course) / "late").exists()
+
+
+def test_duplicates_and_bad_members_in_one_upload_do_not_stop_the_class(course, tmp_path):
+    messy = zip_bytes(
+        [
+            ("1_sums.ipynb", nb("first")),
+            ("1_sums.ipynb", nb("second")),
+            ("../1_sums.ipynb", nb("third")),
+        ]
+    )
+    damaged = bytearray(zip_bytes([("2_words.ipynb", bytes(range(256)) * 4)]))
+    damaged[damaged.index(b"2_words.ipynb") + 20] ^= 0xFF  # compressed data: fails its CRC
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [
+            ("doejane_1_2_1_sums.ipynb", nb("jane early")),
+            ("doejane_1_3_1_sums.ipynb", nb("jane late")),
+            ("smithbob_3_4_messy.zip", messy),
+            ("leeann_5_6_broken.zip", bytes(damaged)),
+            ("leeann_5_6_1_sums.ipynb", nb("ann")),
+            ("kimlee_7_8_1_sums.ipynb", nb("kim")),
+            ("kimlee_7_8_1_sums.ipynb", nb("kim again")),  # the very same name twice
+        ],
+    )
+    changed, log = run(course, archive)
+    assert changed == ["doejane", "kimlee", "leeann", "smithbob"]
+    assert files(submitted(course)) == {
+        "doejane/a3/1_sums.ipynb": (0o644, nb("jane late")),
+        "kimlee/a3/1_sums.ipynb": (0o644, nb("kim again")),
+        "leeann/a3/1_sums.ipynb": (0o644, nb("ann")),
+        "smithbob/a3/1_sums.ipynb": (0o644, nb("third")),
+    }
+    later = "replaced by a later copy in the zip"
+    for line in [
+        f"  doejane_1_2_1_sums.ipynb: {later}: doejane_1_3_1_sums.ipynb",
+        f"  smithbob_3_4_messy.zip > 1_sums.ipynb: {later}: smithbob_3_4_messy.zip > 1_sums.ipynb",
+        f"  smithbob_3_4_messy.zip > 1_sums.ipynb: {later}: smithbob_3_4_messy.zip > ../1_sums",
+        f"  kimlee_7_8_1_sums.ipynb: {later}: kimlee_7_8_1_sums.ipynb",
+        "  leeann_5_6_broken.zip > 2_words.ipynb: unreadable: ",
+    ]:
+        assert line in log
+
+
+def test_nothing_collected_is_an_error(course, tmp_path):
+    seed(course, "doejane", "1_sums.ipynb", nb("jane"))
+    before = files(submitted(course))
+    text = tmp_path / "download.zip"
+    text.write_text("not a zip")
+    empty = make_zip(tmp_path / "empty.zip", [])
+    unmatched = make_zip(tmp_path / "unmatched.zip", [("1_sums.ipynb", nb("anonymous"))])
+    refused = make_zip(tmp_path / "refused.zip", [("doejane_1_2_.hidden.ipynb", nb("hidden"))])
+    for archive, why in [
+        (tmp_path / "missing.zip", "not found"),
+        (text, "is not a readable zip file"),
+        (empty, "is an empty zip file"),
+        (unmatched, r"no member of unmatched.zip matches \[collect\] pattern"),
+        (refused, "no member of refused.zip matches"),
+    ]:
+        with pytest.raises(CollectError, match=why):
+            run(course, archive)
+    assert files(submitted(course)) == before
+    assert not (course.grader_dir / "backups").exists()  # nothing to write, nothing backed up
+    too_big = make_zip(tmp_path / "big.zip", [("doejane_1_2_2_words.ipynb", b"x" * 2000)])
+    with pytest.raises(CollectError, match="no member of big.zip could be read"):
+        run(course, too_big, limits=ZipLimits(file_bytes=1000))
+    assert files(submitted(course)) == before
+
+
+def test_the_command_line(course, tmp_path):
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [("doejane_1_2_1_sums.ipynb", nb("jane")), ("../evil.ipynb", nb("evil"))],
+    )
+    text = tmp_path / "text.zip"
+    text.write_text("not a zip")
+
+    def cli(path: Path) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "autograder", "--root", str(course.root), "collect", str(path)]
+        return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
+
+    ok = cli(archive)
+    assert ok.returncode == 0, ok.stderr
+    assert (
+        "collected 1 student(s) from download.zip:\n  doejane (changed): 1_sums.ipynb" in ok.stdout
+    )
+    assert "  ../evil.ipynb: unsafe path" in ok.stdout
+    assert ok.stdout.rstrip().endswith("next: make grade")
+    assert files(submitted(course)) == {"doejane/a3/1_sums.ipynb": (0o644, nb("jane"))}
+    failed = cli(text)
+    assert failed.returncode == 1 and "is not a readable zip file" in failed.stderr

@@ -1,6 +1,6 @@
 """The autograder's command line (the Makefile's release, grade, collect, formgrade, bench).
 
-    python -m autograder [--root DIR] release [--jobs N]
+    python -m autograder [--root DIR] release [--jobs N] [--draft]
     python -m autograder [--root DIR] grade [--jobs N] [--cell-timeout S] [--demo] [--regrade]
                                             [--student ID ...]
     python -m autograder [--root DIR] demo
@@ -24,7 +24,7 @@ def _release(course: config.Course, args: argparse.Namespace) -> int:
     from .release import ReleaseError, release
 
     try:
-        release(course, jobs=args.jobs)
+        release(course, jobs=args.jobs, draft=args.draft)
     except ReleaseError as err:
         print(f"\nRELEASE FAILED\n{err}", file=sys.stderr)
         return 1
@@ -60,9 +60,13 @@ def _demo(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _collect(course: config.Course, args: argparse.Namespace) -> int:
-    from .collect import collect
+    from .collect import CollectError, collect
 
-    collect(course, args.zip)
+    try:
+        collect(course, args.zip)
+    except CollectError as err:
+        print(f"\nNOTHING COLLECTED\n{err}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -88,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("release", help="generate, check and publish the student notebooks")
     p.add_argument("--jobs", type=int, default=None, help="notebooks run in parallel")
+    p.add_argument(
+        "--draft", action="store_true", help="allow a placeholder repository (checks only)"
+    )
     p.set_defaults(run=_release)
 
     p = sub.add_parser("grade", help="grade the submissions (the demo class when there are none)")

@@ -32,6 +32,8 @@ CONFIG_FILE = "course.toml"
 PLACEHOLDERS = ("{{GITHUB_REPO}}", "{{BRANCH}}")
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+# Owners that only ever stand for "set this": a release for students refuses them.
+PLACEHOLDER_OWNERS = frozenset({"example-org", "example", "your-org", "your-name", "owner", "org"})
 _BRANCH = re.compile(r"[A-Za-z0-9_./-]+")
 _ASSIGNMENT = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -98,6 +100,12 @@ class Course:
     def notebooks(self) -> list[str]:
         """The assignment's notebook names (no extension), discovered from ``solutions/``."""
         return sorted(p.stem for p in self.solutions_dir.glob("*.ipynb"))
+
+    @property
+    def placeholder_repo(self) -> bool:
+        """Whether ``github_repo`` is a placeholder (``example-org/...``), not a real repository."""
+        owner = self.github_repo.split("/")[0].lower()
+        return owner in PLACEHOLDER_OWNERS or owner.startswith("example")
 
     @property
     def install_requirement(self) -> str:

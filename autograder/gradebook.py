@@ -71,3 +71,20 @@ def zero_notebooks(db_url: str, assignment: str, student: str, names: list[str])
                 grade.auto_score = 0
                 grade.needs_manual_grade = grade.manual_score is not None
         gb.db.commit()
+
+
+def record_verdicts(db_url: str, assignment: str, student: str, notebook: str, verdicts) -> None:
+    """Score every autograded test of ``notebook`` as the judge decided (``verdicts``: grade id
+    -> ``judge.TestVerdict``), whatever nbgrader made of the cell's outputs; a test without a
+    verdict scores 0. Written answers are left to their grader."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        nb = gb.find_submission_notebook(notebook, assignment, student)
+        for grade in nb.grades:
+            if grade.cell.cell_type != "code":
+                continue
+            verdict = verdicts.get(grade.name)
+            grade.auto_score = verdict.score if verdict is not None else 0.0
+            grade.needs_manual_grade = False
+        gb.db.commit()

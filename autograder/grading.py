@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import demo, intake, nbgrader_dir, notebooks, report
+from . import demo, intake, judge, nbgrader_dir, notebooks, report
 from .config import Course
 from .gradebook import Scores, read_scores, zero_notebooks
 from .limits import Limits
@@ -103,10 +103,15 @@ class State:
 
 
 def list_students(gdir: GradingDir) -> list[str]:
-    """Every folder in ``submitted/`` that holds anything."""
+    """Every folder in ``submitted/`` that holds anything (not hidden ones: ``make collect``
+    stages into ``.collect-*``)."""
     if not gdir.submitted.is_dir():
         return []
-    return sorted(p.name for p in gdir.submitted.iterdir() if p.is_dir() and any(p.iterdir()))
+    return sorted(
+        p.name
+        for p in gdir.submitted.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and any(p.iterdir())
+    )
 
 
 def worker_command(
@@ -211,13 +216,15 @@ def rows_for(
         if done.get("timeouts"):
             row.flags.append("timeout")
             row.notes.append(f"stopped after {cell_timeout} s: {', '.join(done['timeouts'])}")
-        if done.get("stderr_tests"):
-            row.notes.append(
-                "scored 0 for writing to stderr (nbgrader's rule): "
-                + ", ".join(done["stderr_tests"])
-            )
+        if done.get("graded") and run.worker.get("judge_error"):
+            row.flags.append("failed")
+            row.notes.append("the judge failed (a fault of the course): run make grade again")
         if not (seen.staged and done.get("graded")):
             continue
+        for gid, verdict in done.get("verdicts", {}).items():
+            for item in verdict["checks"]:
+                if not item["passed"]:
+                    row.lost.append((gid, item["description"], item["points"], item["message"]))
         for cell in scores.get((student, name), []):
             row.cells[cell.grade_id] = (cell.score, cell.max)
             if cell.auto:
@@ -308,6 +315,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         demo.build(course, gdir)
     names = course.notebooks()
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
+    judges = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
     specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
     assignment_hash = gdir.source_stamp.read_text().strip()
     state = State(gdir)
@@ -323,7 +331,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         if not STUDENT_ID.fullmatch(student):
             invalid[student] = "student id (folder name) not usable: letters, digits, ._@+- only"
             continue
-        seen, staged = intake.read_student(gdir, student, released)
+        seen, staged = intake.read_student(gdir, student, released, judges)
         seen.fingerprint = intake.stage(gdir, seen, staged)
         fingerprint = _fingerprint(assignment_hash, str(limit), seen.fingerprint)
         before = state.students.get(student)

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +41,8 @@ from .nbgrader_dir import GradingDir
 
 MATCH_THRESHOLD = 0.5  # share of a released notebook's cells a renamed file must contain
 MAX_NOTEBOOK_BYTES = 50_000_000
+MAX_CELLS = 2_000  # the assignment's notebooks have about 50
+MAX_FILES = 20  # notebooks of one student read (more is not an assignment)
 MAX_FINDINGS = 5  # tampering findings listed in a notebook's notes
 
 
@@ -82,28 +86,65 @@ def _normalise(source: str) -> str:
 
 
 def parse(data: bytes) -> tuple[NotebookNode | None, str]:
-    """The notebook in ``data`` (repaired when nbformat can), or None and why not."""
+    """The notebook in ``data`` (repaired when that is possible), or None and why not.
+
+    Outputs and execution counts are dropped before anything else (grading clears them);
+    a notebook of more than ``MAX_CELLS`` cells is refused; invalid or repeated cell ids are
+    replaced, and metadata nbformat finds invalid is dropped."""
     if len(data) > MAX_NOTEBOOK_BYTES:
         return None, f"larger than {MAX_NOTEBOOK_BYTES // 1_000_000} MB"
     try:
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-    except Exception as err:  # invalid UTF-8, JSON or notebook structure
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
         return None, f"not a valid notebook ({type(err).__name__}: {str(err)[:200]})"
+    if not isinstance(raw, dict):
+        return None, "not a valid notebook (not a JSON object)"
+    cells = raw.get("cells")
+    if isinstance(cells, list):
+        if len(cells) > MAX_CELLS:
+            return None, f"has {len(cells)} cells, more than the {MAX_CELLS} the autograder reads"
+        for cell in cells:
+            if isinstance(cell, dict) and cell.get("cell_type") == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+        _repair_ids(raw)
+    try:  # nbformat joins sources given as lists of lines, and converts older formats
+        nb = nbformat.reads(json.dumps(raw), as_version=4)
+    except Exception as err:  # an old or broken notebook format nbformat cannot convert
+        return None, f"not a valid notebook ({type(err).__name__}: {str(err)[:200]})"
+    if not isinstance(nb.get("cells"), list) or len(nb.cells) > MAX_CELLS:
+        return None, "not a valid notebook (no cells, or too many)"
     try:
         nbformat.validate(nb)
     except nbformat.ValidationError:
-        try:  # outputs are cleared before grading anyway; invalid metadata is dropped
-            for cell in nb.get("cells", []):
-                if cell.get("cell_type") == "code":
-                    cell["outputs"], cell["execution_count"] = [], None
+        try:  # invalid metadata is dropped
             _, repaired = nbformat.validator.normalize(nb, strip_invalid_metadata=True)
             nb = nbformat.from_dict(repaired)
             nbformat.validate(nb)
         except Exception as err:
             return None, f"not a valid notebook ({str(err).splitlines()[0][:200]})"
-    if not isinstance(nb.get("cells"), list):
-        return None, "not a valid notebook (no cells)"
     return nb, ""
+
+
+_CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _repair_ids(raw: dict) -> None:
+    """Give every cell of a raw nbformat 4.5+ notebook a valid id, unique in the notebook
+    (a missing, invalid or repeated id would make the whole notebook invalid)."""
+    if raw.get("nbformat") != 4 or int(raw.get("nbformat_minor", 0) or 0) < 5:
+        return
+    seen: set[str] = set()
+    fresh = 0
+    for cell in raw["cells"]:
+        if not isinstance(cell, dict):
+            continue
+        cid = cell.get("id")
+        if not (isinstance(cid, str) and _CELL_ID.fullmatch(cid)) or cid in seen:
+            while f"cell-{fresh}" in seen:
+                fresh += 1
+            cid = f"cell-{fresh}"
+            cell["id"] = cid
+        seen.add(cid)
 
 
 def similarity(nb: NotebookNode, released: NotebookNode) -> float:
@@ -142,8 +183,8 @@ KEYS = ("grade", "solution", "locked", "points")  # nbgrader metadata a student 
 
 
 def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[str], list[str]]:
-    """Compare ``nb`` with the released notebook and repair it in place so nbgrader grades what
-    the release asked for. Return (tampering found, notes). Repairs:
+    """Compare ``nb`` with the released notebook and repair it in place so that what the
+    release asked for is graded. Return (tampering found, notes). Repairs:
 
     - cells that lost their nbgrader metadata (a notebook copied into a new one) get it back:
       a test or locked cell when its source is unchanged, an answer when it sits between the
@@ -153,34 +194,40 @@ def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[st
       release does not have is removed, and so is metadata without a grade id;
     - a deleted test, locked code cell or written answer is put back at its released place.
 
-    nbgrader itself puts back the source of an edited locked cell (and the hidden tests)."""
+    The source of every locked and test cell is then put back by :func:`install_graded_forms`.
+    Each step is one pass over the cells (a few for the cells to put back)."""
     problems: list[str] = []
     notes: list[str] = []
     ours = {notebooks.grade_id(c): c for c in released.cells if notebooks.grade_id(c)}
 
     present = {notebooks.grade_id(c) for c in nb.cells}
     lost = [gid for gid in ours if gid not in present]
-    for gid in sorted(lost, key=lambda g: not notebooks.is_protected(ours[g])):
-        twin = _twin(nb, released, ours[gid])
-        if twin is not None:
-            twin.metadata["nbgrader"] = copy.deepcopy(notebooks.meta(ours[gid]))
-            notes.append(f"cell {gid} had lost its nbgrader metadata: given back")
+    if lost:
+        twins = _Twins(nb, released)
+        for gid in sorted(lost, key=lambda g: not notebooks.is_protected(ours[g])):
+            twin = twins.find(ours[gid])
+            if twin is not None:
+                twin.metadata["nbgrader"] = copy.deepcopy(notebooks.meta(ours[gid]))
+                notes.append(f"cell {gid} had lost its nbgrader metadata: given back")
 
-    for gid in {notebooks.grade_id(c) for c in nb.cells} - {None}:
-        copies = [c for c in nb.cells if notebooks.grade_id(c) == gid]
-        if len(copies) > 1:
+    copies: dict[str, list[NotebookNode]] = {}
+    for cell in nb.cells:
+        gid = notebooks.grade_id(cell)
+        if gid is not None:
+            copies.setdefault(gid, []).append(cell)
+    for gid, cells in copies.items():
+        if len(cells) > 1:
             problems.append(f"duplicated cell {gid}")
-            keep = next((c for c in copies if gid in ours and _same(c, ours[gid])), copies[-1])
-            for c in copies:
+            keep = next((c for c in cells if gid in ours and _same(c, ours[gid])), cells[-1])
+            for c in cells:
                 if c is not keep:
                     del c.metadata["nbgrader"]
 
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         gid = notebooks.grade_id(cell)
         if gid is None:
             if "nbgrader" in cell.metadata:  # "locked" without an id: nbgrader ignores it,
                 del cell.metadata["nbgrader"]  # the tamper scan must not (it checks the cell)
-                index = nb.cells.index(cell)
                 notes.append(f"cell {index} had nbgrader metadata without a grade id: removed")
             continue
         if gid not in ours:
@@ -204,24 +251,71 @@ def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[st
     return problems, notes
 
 
-def _twin(nb: NotebookNode, released: NotebookNode, cell: NotebookNode) -> NotebookNode | None:
-    """The cell of ``nb`` without nbgrader metadata that is ``cell`` of the release: the same
-    source for a locked cell; for an answer, the one between the same two neighbours."""
-    bare = [c for c in nb.cells if not notebooks.meta(c) and c.cell_type == cell.cell_type]
-    if notebooks.is_protected(cell):
-        return next((c for c in bare if _same(c, cell)), None)
-    i = next(k for k, c in enumerate(released.cells) if c is cell)
-    if i == 0 or i + 1 >= len(released.cells):
-        return None
-    before, after = released.cells[i - 1], released.cells[i + 1]
-    for k in range(1, len(nb.cells) - 1):
-        here = nb.cells[k]
-        if any(here is c for c in bare) and _same(nb.cells[k - 1], before):
-            if _same(nb.cells[k + 1], after) or notebooks.grade_id(nb.cells[k + 1]) == (
-                notebooks.grade_id(after) or False
+class _Twins:
+    """Finds, among the cells of ``nb`` without nbgrader metadata, the one that is a given
+    cell of the release: the same source for a locked cell; for an answer, the one between
+    the same two neighbours as in the release."""
+
+    def __init__(self, nb: NotebookNode, released: NotebookNode):
+        self.nb, self.released = nb, released
+        self.bare = {id(c) for c in nb.cells if not notebooks.meta(c)}
+        self.by_source: dict[tuple[str, str], NotebookNode] = {}
+        for c in nb.cells:
+            if id(c) in self.bare:
+                self.by_source.setdefault((c.cell_type, _normalise(c.source)), c)
+        self.position = {id(c): i for i, c in enumerate(released.cells)}
+
+    def find(self, cell: NotebookNode) -> NotebookNode | None:
+        if notebooks.is_protected(cell):
+            return self.by_source.get((cell.cell_type, _normalise(cell.source)))
+        i = self.position[id(cell)]
+        if i == 0 or i + 1 >= len(self.released.cells):
+            return None
+        before, after = self.released.cells[i - 1], self.released.cells[i + 1]
+        cells = self.nb.cells
+        for k in range(1, len(cells) - 1):
+            here = cells[k]
+            if id(here) not in self.bare or here.cell_type != cell.cell_type:
+                continue
+            if _same(cells[k - 1], before) and (
+                _same(cells[k + 1], after)
+                or notebooks.grade_id(cells[k + 1]) == (notebooks.grade_id(after) or False)
             ):
                 return here
-    return None
+        return None
+
+
+def install_graded_forms(nb: NotebookNode, released: NotebookNode, spec) -> None:
+    """Put back, in place, what the student cannot change, from trusted sources: every locked
+    cell becomes the release's cell, every test cell its *graded form* (``spec``: the notebook's
+    ``judge.Spec``: the test's docstring and probe; the visible checks are for students), and
+    an answer whose cell type was changed gets its type back. Call after
+    :func:`check_and_restore` (which puts back deleted cells and resets metadata)."""
+    ours = notebooks.cells_by_id(released)
+    for index, cell in enumerate(nb.cells):
+        gid = notebooks.grade_id(cell)
+        theirs = ours.get(gid) if gid is not None else None
+        if theirs is None:
+            continue
+        if notebooks.is_protected(theirs):
+            new = nbformat.from_dict(copy.deepcopy(theirs))
+            if notebooks.is_test(theirs):
+                new.source = spec.tests[gid].graded_source
+            if "id" in cell:
+                new.id = cell.id
+            else:
+                new.pop("id", None)
+            if new.cell_type == "code":
+                new.outputs, new.execution_count = [], None
+            nb.cells[index] = new
+        elif cell.cell_type != theirs.cell_type:
+            new = copy.deepcopy(theirs)
+            new.source = cell.source
+            if "id" in cell:
+                new.id = cell.id
+            if new.cell_type == "code":
+                new.outputs, new.execution_count = [], None
+            nb.cells[index] = new
 
 
 def _same(cell: NotebookNode, other: NotebookNode) -> bool:
@@ -262,17 +356,30 @@ def submitted_files(folder: Path) -> list[Path]:
 
 
 def read_student(
-    gdir: GradingDir, student: str, released: dict[str, NotebookNode]
+    gdir: GradingDir, student: str, released: dict[str, NotebookNode], specs: dict
 ) -> tuple[StudentIntake, dict[str, NotebookNode]]:
-    """Decide what of ``student``'s submission is graded; return the intake and the repaired
-    notebooks to stage (by assignment notebook name). Writes nothing."""
+    """Decide what of ``student``'s submission is graded; return the intake and the notebooks
+    to stage (by assignment notebook name): repaired, their locked and test cells put back in
+    their graded form (``specs``: ``judge.Spec`` by notebook name), student code that reaches
+    the test machinery neutralised. Writes nothing."""
     names = list(released)
     result = StudentIntake(student, {n: NotebookIntake(n) for n in names})
     folder = gdir.student_dir(gdir.submitted, student)
     exact: dict[str, NotebookNode] = {}
     unreadable: dict[str, str] = {}
     others: dict[str, NotebookNode] = {}
-    for path in submitted_files(folder):
+    files = submitted_files(folder)
+    if len(files) > MAX_FILES:
+        result.notes.append(
+            f"{len(files)} notebooks handed in: only {MAX_FILES} read "
+            f"({', '.join(p.name for p in files[MAX_FILES:][:5])} ... not graded)"
+        )
+        exact_names = [p for p in files if p.stem in released]
+        files = (
+            exact_names
+            + [p for p in files if p.stem not in released][: MAX_FILES - len(exact_names)]
+        )
+    for path in files:
         nb, why = parse(path.read_bytes())
         if nb is None:
             unreadable[path.name] = why
@@ -325,6 +432,8 @@ def read_student(
         for problem in problems:
             result.notebooks[name].flag("tampered", problem)
         result.notebooks[name].notes += notes
+        install_graded_forms(nb, released[name], specs[name])
+        nb.metadata = copy.deepcopy(released[name].metadata)
         chosen[name], findings = tamper.neutralise(nb)
         for finding in findings[:MAX_FINDINGS]:
             result.notebooks[name].flag(
@@ -351,7 +460,20 @@ def stage(gdir: GradingDir, intake: StudentIntake, chosen: dict[str, NotebookNod
         notebooks.write_bytes(target / f"{name}.ipynb", data)
         digest.update(name.encode() + b"\0" + data + b"\0")
     timestamp = gdir.student_dir(gdir.submitted, intake.student) / "timestamp.txt"
-    if timestamp.is_file():
+    if timestamp.is_file() and valid_timestamp(timestamp):
         shutil.copy2(timestamp, target / "timestamp.txt")
         digest.update(timestamp.read_bytes())
     return digest.hexdigest()
+
+
+def valid_timestamp(path: Path) -> bool:
+    """Whether ``path`` holds one date and time (nbgrader's late penalties read it; anything
+    else would stop nbgrader from grading the student)."""
+    from dateutil.parser import parse as parse_date
+
+    data = path.read_bytes()[:200]
+    try:
+        parse_date(data.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError, OverflowError):
+        return False
+    return len(data) < 100

@@ -5,7 +5,6 @@
     submitted/<student>/a3/*.ipynb    the submissions, as handed in (never modified)
     intake/          the submissions as graded: parsed, renamed notebooks matched (generated)
     autograded/, feedback/, gradebook.db, backups/    nbgrader's results and their backups
-    downloaded/      LMS zips imported by `make collect`
 
 `python -m autograder` (behind `make release`, `make grade`, `make collect`) runs nbgrader with
 these settings and `make formgrade` starts JupyterLab here. The course-wide values (time
@@ -26,8 +25,6 @@ with open(os.path.join(here, os.pardir, "course.toml"), "rb") as fh:
     course = tomllib.load(fh)
 
 c.CourseDirectory.root = here
-# Deleted test cells are put back (nbgrader otherwise scores them 0 without a word).
-c.OverwriteCells.add_missing_cells = True
 # Per-cell time limit: nbgrader interrupts the kernel, the cell fails, the next one runs.
 c.Execute.timeout = int(course["grade"]["cell_timeout"])
 c.Execute.interrupt_on_timeout = True
@@ -35,10 +32,5 @@ c.Execute.interrupt_on_timeout = True
 # of the whole notebook; wait longer, and go on rather than fail.
 c.Execute.iopub_timeout = 15
 c.Execute.raise_on_iopub_timeout = False
-# `make collect`: LMS file names -> submitted/<student_id>/<assignment>/<file_id>.
-c.ZipCollectApp.collector_plugin = "nbgrader.plugins.zipcollect.FileNameCollectorPlugin"
-c.FileNameCollectorPlugin.named_regexp = course["collect"]["pattern"]
-# nbgrader scores 0 a test cell with any text on stderr, even one that passed: drop warnings
-# (a deprecated torch call in a correct answer) and progress bars from the tests' outputs.
-c.IgnorePattern.enabled = True
-c.IgnorePattern.pattern = r"Warning: |\d+%\|"
+# Scores come from the judge (autograder/judge.py), never from a cell's outputs: nbgrader's
+# rules on them (stderr text scores 0, a numeric result scores part) do not apply.

@@ -4,7 +4,9 @@ There are two: the real class in ``autograder/`` (its ``nbgrader_config.py`` is 
 the demo class in ``autograder/demo/`` (generated; its config loads the real one). Each holds,
 for assignment ``a``::
 
-    source/a/*.ipynb                   the solutions with the course's repository stamped in
+    source/a/*.ipynb                   the solutions with the course's repository stamped in,
+                                       without their instructor-only cells
+    judges/a/*.json                    each notebook's tests, graded forms and judge cells
     release/a/*.ipynb                  nbgrader's student version of source/
     submitted/<student>/a/*.ipynb      submissions as handed in (read, never modified)
     intake/<student>/a/*.ipynb         submissions as graded (see ``intake.py``)
@@ -91,6 +93,11 @@ class GradingDir:
         return self.root / "grading-state.json"
 
     @property
+    def judges(self) -> Path:
+        """The judge specs of the assignment's notebooks (``judge.Spec``, one JSON each)."""
+        return self.root / "judges" / self.assignment
+
+    @property
     def source_stamp(self) -> Path:
         """Hash of the source notebooks nbgrader last generated the assignment from."""
         return self.root / "release" / f".{self.assignment}-source.sha256"
@@ -152,28 +159,45 @@ def source_hash(paths: list[Path]) -> str:
 
 def prepare_source(course: Course, gdir: GradingDir) -> list[str]:
     """Copy the solution notebooks into ``gdir``'s nbgrader source, with the course's repository
-    and branch stamped into the ``{{GITHUB_REPO}}``/``{{BRANCH}}`` placeholders; only notebooks
-    are copied (never the results or checkpoints a solution run leaves). Return their names."""
+    and branch stamped into the ``{{GITHUB_REPO}}``/``{{BRANCH}}`` placeholders and without
+    their instructor-only cells (judges, reference answers); write each notebook's judge spec
+    to ``gdir.judges`` (see ``judge.py``). Only notebooks are copied (never the results or
+    checkpoints a solution run leaves). Return their names."""
+    from . import judge
+
     names = course.notebooks()
     if not names:
         raise FileNotFoundError(f"no notebooks in {course.solutions_dir}")
     gdir.source.mkdir(parents=True, exist_ok=True)
+    gdir.judges.mkdir(parents=True, exist_ok=True)
     if gdir.demo and not (gdir.root / "nbgrader_config.py").exists():
         notebooks.write_bytes(gdir.root / "nbgrader_config.py", DEMO_CONFIG.encode())
-    for stale in gdir.source.iterdir():
-        if stale.is_dir():
-            shutil.rmtree(stale)
-        elif stale.stem not in names or stale.suffix != ".ipynb":
-            stale.unlink()
+    for folder, suffix in ((gdir.source, ".ipynb"), (gdir.judges, ".json")):
+        for stale in folder.iterdir():
+            if stale.is_dir():
+                shutil.rmtree(stale)
+            elif stale.stem not in names or stale.suffix != suffix:
+                stale.unlink()
     for name in names:
-        nb = notebooks.read(course.solutions_dir / f"{name}.ipynb")
-        for cell in nb.cells:
-            cell.source = course.stamp(cell.source)
-        data = (notebooks.nbformat.writes(nb) + "\n").encode()
-        target = gdir.source / f"{name}.ipynb"
-        if not target.exists() or target.read_bytes() != data:
-            notebooks.write_bytes(target, data)
+        nb = stamped_solution(course, name)
+        spec = judge.spec_of(nb, name)
+        _write_if_changed(gdir.judges / f"{name}.json", (spec.to_json() + "\n").encode())
+        data = (notebooks.nbformat.writes(judge.without_instructor_cells(nb)) + "\n").encode()
+        _write_if_changed(gdir.source / f"{name}.ipynb", data)
     return names
+
+
+def stamped_solution(course: Course, name: str) -> notebooks.NotebookNode:
+    """The solution notebook ``name`` with the course's repository and branch stamped in."""
+    nb = notebooks.read(course.solutions_dir / f"{name}.ipynb")
+    for cell in nb.cells:
+        cell.source = course.stamp(cell.source)
+    return nb
+
+
+def _write_if_changed(target: Path, data: bytes) -> None:
+    if not target.exists() or target.read_bytes() != data:
+        notebooks.write_bytes(target, data)
 
 
 def backup_gradebook(gdir: GradingDir, reason: str) -> Path | None:
@@ -222,7 +246,9 @@ def generate_assignment(course: Course, gdir: GradingDir, force: bool = False) -
     ``release/``, source cells and hidden tests in the gradebook) unless nothing changed since
     the last run. Backs the gradebook up first. Return whether nbgrader ran."""
     names = prepare_source(course, gdir)
-    digest = source_hash([gdir.source / f"{n}.ipynb" for n in names])
+    digest = source_hash(
+        [gdir.source / f"{n}.ipynb" for n in names] + [gdir.judges / f"{n}.json" for n in names]
+    )
     up_to_date = (
         gdir.source_stamp.exists()
         and gdir.source_stamp.read_text().strip() == digest

@@ -1,22 +1,29 @@
 """``make release``: the student notebooks, the student bundle, and the checks that guard them.
 
-Steps: stamp the solutions into nbgrader's source, run ``nbgrader generate_assignment``, check
-the result, and only if every check passes copy the notebooks to ``assignments/<a>/``, write
-the bundle ``autograder/out/<a>-student.zip`` and print the Colab links. The checks:
+Steps: stamp the solutions into nbgrader's source (without their instructor-only cells), run
+``nbgrader generate_assignment``, check the result, and only if every check passes copy the
+notebooks to ``assignments/<a>/``, write the bundle ``autograder/out/<a>-student.zip`` and
+print the Colab links. The checks:
 
-1. no solution or hidden test survives: no marker line (or misspelt marker); no line of a
-   notebook's solution regions, solution cells or hidden tests in its release (lines long
-   enough to be specific and not also in its public text); no copy of most of a solution
-   region, in a row, in any release (a reference answer left in a plain cell, a copied class);
-2. the repository and branch are stamped (no placeholder left) and each badge opens its own
-   notebook;
-3. every solution notebook runs without an error and passes every test, scored as nbgrader
-   scores it under the course's config (an error gives 0, and so does text on stderr, except
-   what ``IgnorePattern`` drops: warnings and progress bars);
-4. every released notebook, with its hidden tests put back as the autograder does, fails every
-   test and otherwise runs: the setup and given code raise nothing but the stubs'
-   ``NotImplementedError`` (or the ``NameError`` of a name a stub never defined);
-5. the student copy holds the notebooks and README only: no gradebook, source or outputs.
+1. nothing instructor-only survives: no marker line (or misspelt marker); no line of a
+   notebook's solution regions, solution cells, hidden tests (probes), judge cells or cells
+   tagged ``instructor`` (reference answers and results) in its release (lines long enough
+   to be specific and not also in its public text), and no sentence of their Markdown; no
+   copy of most of a solution region, in a row, in any release (a reference answer left in a
+   plain cell, a copied class);
+2. the repository is a real one (not a placeholder such as ``example-org/...``, unless the
+   release is a draft: ``--draft``, for CI and local checks), the stamp is complete and each
+   badge opens its own notebook;
+3. every test is well formed (``judge.spec_problems``): a judge cell with checks follows it,
+   the checks' points add up to the test's, its probe does not use what only its visible
+   checks define, and the judge cells run;
+4. every solution notebook runs without an error (visible checks included) and the judge
+   gives every check of every test its points;
+5. every released notebook, run as the grader runs it (tests in their graded form: docstring
+   and probe), scores nothing: the judge fails every check, and the setup and given code
+   raise nothing but the stubs' ``NotImplementedError`` (or the ``NameError`` of a name a
+   stub never defined);
+6. the student copy holds the notebooks and README only: no gradebook, source or outputs.
 """
 
 from __future__ import annotations
@@ -31,12 +38,13 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import nbgrader_dir, notebooks
+from . import intake, judge, nbgrader_dir, notebooks
 from .config import PLACEHOLDERS, Course
 from .execute import execute_in_child
 
 # Lines shorter than this (after stripping) are too generic to call a leak ("return x").
 MIN_SECRET_CHARS = 16
+MIN_SENTENCE_CHARS = 40  # a sentence of a reference answer this long is never a coincidence
 # A copied answer: at least COPY_RUN lines of one solution region, and COPY_SHARE of its
 # lines, in a row in a released cell.
 COPY_RUN = 3
@@ -93,15 +101,41 @@ def _specific(lines: list[str]) -> list[str]:
 
 
 def secret_lines(source: NotebookNode) -> set[str]:
-    """Lines of ``source``'s solutions and hidden tests that give something away: long enough
-    to be specific, and not also in the notebook's public (released) text."""
+    """Lines of ``source``'s solutions, hidden tests and instructor-only cells (judges,
+    reference answers) that give something away: long enough to be specific, and not also in
+    the notebook's public (released) text."""
     public: set[str] = set()
     secret: set[str] = set()
     for cell in source.cells:
+        if judge.is_instructor_only(cell):
+            secret |= set(_specific(cell.source.split("\n")))
+            continue
         parts = notebooks.regions(cell)
         public |= {line.strip() for line in parts.public}
         secret |= set(_specific(sum(parts.solutions, []) + parts.hidden))
     return secret - public
+
+
+def secret_sentences(source: NotebookNode) -> set[str]:
+    """Sentences of ``source``'s instructor-only and answer Markdown (whitespace normalised,
+    at least ``MIN_SENTENCE_CHARS`` long): a reference answer reflowed into a student cell."""
+    found: set[str] = set()
+    for cell in source.cells:
+        if cell.cell_type != "markdown":
+            continue
+        if judge.is_instructor_only(cell):
+            text = cell.source
+        elif notebooks.is_solution(cell):
+            text = "\n".join(sum(notebooks.regions(cell).solutions, []))
+        else:
+            continue
+        found |= {s for s in _sentences(text) if len(s) >= MIN_SENTENCE_CHARS}
+    return found
+
+
+def _sentences(text: str) -> list[str]:
+    flat = " ".join(text.split())
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", flat) if s.strip()]
 
 
 def solution_blocks(source: NotebookNode) -> list[list[str]]:
@@ -126,11 +160,15 @@ def check_no_secrets(
     allowed_copies: tuple[str, ...] = (),
 ) -> list[str]:
     """Problems: a marker (or misspelt marker) line in a release; a line of a notebook's
-    solutions or hidden tests in its own release; most of a solution region of any notebook,
-    in a row, in a release (a reference answer left in a plain cell, a copied class). Single
-    lines such as ``super().__init__()`` are shared with given code by design, and so are the
-    solution regions whose first line is in ``allowed_copies`` (shown elsewhere on purpose)."""
+    solutions, hidden tests or instructor-only cells in its own release; a sentence of any
+    notebook's reference answers or instructor-only Markdown in any release; most of a
+    solution region of any notebook, in a row, in a release (a reference answer left in a
+    plain cell, a copied class). Single lines such as ``super().__init__()`` are shared with
+    given code by design, and so are the solution regions whose first line is in
+    ``allowed_copies`` (shown elsewhere on purpose). ``sources``: the full solution notebooks
+    (instructor-only cells included)."""
     secrets = {name: secret_lines(nb) for name, nb in sources.items()}
+    sentences = {s: name for name, nb in sources.items() for s in secret_sentences(nb)}
     blocks = {
         name: [b for b in solution_blocks(nb) if b[0] not in allowed_copies]
         for name, nb in sources.items()
@@ -144,6 +182,12 @@ def check_no_secrets(
                     problems.append(f"{name} cell {i}: marker left in the release: {line}")
                 elif line in secrets.get(name, set()):
                     problems.append(f"{name} cell {i}: solution or hidden-test line left: {line}")
+            for sentence in _sentences(cell.source):
+                if sentence in sentences:
+                    problems.append(
+                        f"{name} cell {i}: a sentence of an instructor-only answer of "
+                        f"{sentences[sentence]} is in the release: {sentence[:80]!r}"
+                    )
             specific = _specific(lines)
             for owner, owned in blocks.items():
                 for block in owned:
@@ -184,64 +228,54 @@ def _error(cell: NotebookNode) -> str | None:
     return None
 
 
-def _score(cell: NotebookNode, ignore: str) -> float:
-    """What nbgrader gives a test cell with these outputs, once its ``IgnorePattern``
-    (``ignore``) has dropped the matching stderr text."""
-    from nbgrader.utils import determine_grade
-
-    cell = notebooks.nbformat.from_dict(cell)
-
-    def dropped(o: NotebookNode) -> bool:
-        return o.output_type == "stream" and o.name == "stderr" and bool(re.search(ignore, o.text))
-
-    cell.outputs = [o for o in cell.outputs if not (ignore and dropped(o))]
-    return determine_grade(cell)[0] or 0.0
-
-
-def check_solution_run(name: str, nb: NotebookNode, ignore: str = "") -> list[str]:
-    """Problems of an executed solution notebook: any error, any test short of full points."""
+def check_solution_run(
+    name: str, nb: NotebookNode, verdicts: dict[str, judge.TestVerdict]
+) -> list[str]:
+    """Problems of an executed solution notebook: any error (visible checks included), any
+    check of the judge short of its points."""
     problems = []
     for i, cell in enumerate(nb.cells):
         error = _error(cell)
-        gid = notebooks.grade_id(cell) or f"cell {i}"
         if error:
-            problems.append(f"{name} (solution) {gid}: raised {error}")
-        elif notebooks.is_test(cell) and _score(cell, ignore) < notebooks.points(cell):
-            stderr = [o.text for o in cell.outputs if o.get("name") == "stderr"]
+            problems.append(f"{name} (solution) {notebooks.grade_id(cell) or f'cell {i}'}: "
+                            f"raised {error}")  # fmt: skip
+    for gid, verdict in verdicts.items():
+        for item in verdict.lost():
             problems.append(
-                f"{name} (solution) {gid}: scores {_score(cell, ignore):g}/"
-                f"{notebooks.points(cell):g}: nbgrader gives 0 to a test cell that writes to "
-                f"stderr: {' '.join(stderr)[:300]}"
+                f"{name} (solution) {gid}: the judge fails {item['description']!r}: "
+                f"{item['message']}"
             )
     return problems
 
 
-def check_blank_run(name: str, nb: NotebookNode, ignore: str = "") -> list[str]:
-    """Problems of an executed blank (released, hidden tests restored) notebook: a test that
-    passes, or given code failing for another reason than the stubs."""
+def check_blank_run(
+    name: str, nb: NotebookNode, verdicts: dict[str, judge.TestVerdict] | None = None
+) -> list[str]:
+    """Problems of an executed blank notebook (the release in its graded form): a check the
+    judge passes (a free point), or given code failing for another reason than the stubs."""
     problems = []
     seen_solution = False
     for i, cell in enumerate(nb.cells):
         gid = notebooks.grade_id(cell) or f"cell {i}"
         error = _error(cell)
-        if notebooks.is_test(cell):
-            if _score(cell, ignore) > 0:
-                problems.append(f"{name} (blank) {gid}: test passes on the blank notebook")
-        elif error and (not seen_solution or error.split(":")[0] not in STUB_ERRORS):
-            problems.append(f"{name} (blank) {gid}: given code raised {error}")
+        if not notebooks.is_test(cell) and error:
+            if not seen_solution or error.split(":")[0] not in STUB_ERRORS:
+                problems.append(f"{name} (blank) {gid}: given code raised {error}")
         seen_solution = seen_solution or notebooks.is_solution(cell)
+    for gid, verdict in (verdicts or {}).items():
+        for item in verdict.checks:
+            if item["passed"]:
+                problems.append(
+                    f"{name} (blank) {gid}: {item['description']!r} passes on the blank "
+                    "notebook (a free point)"
+                )
     return problems
 
 
-def with_hidden_tests(released: NotebookNode, source: NotebookNode) -> NotebookNode:
-    """A copy of ``released`` whose test cells are the source's (hidden tests included), as
-    nbgrader's autograde puts them back."""
+def graded_form(released: NotebookNode, spec: judge.Spec) -> NotebookNode:
+    """A copy of ``released`` as the grader runs it: its tests in their graded form."""
     nb = notebooks.nbformat.from_dict(released)
-    tests = notebooks.cells_by_id(source)
-    for cell in nb.cells:
-        gid = notebooks.grade_id(cell)
-        if notebooks.is_test(cell) and gid in tests:
-            cell.source = tests[gid].source
+    intake.install_graded_forms(nb, released, spec)
     return nb
 
 
@@ -249,13 +283,13 @@ def run_checks(
     course: Course,
     sources: dict[str, NotebookNode],
     released: dict[str, NotebookNode],
+    specs: dict[str, judge.Spec],
     jobs: int,
     log=print,
 ) -> list[str]:
-    """Execute every solution and every blank notebook (``jobs`` at a time) and check them."""
+    """Execute every solution (``sources``: what nbgrader got) and every blank notebook in its
+    graded form (``jobs`` at a time), judge them and check them."""
     timeout = course.grade.cell_timeout
-    nbgrader_config = nbgrader_dir.load_config(nbgrader_dir.real(course).root)
-    ignore = nbgrader_config.IgnorePattern.get("pattern", "")
     threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
@@ -263,7 +297,7 @@ def run_checks(
         for name in sources:
             for kind, nb in (
                 ("solution", sources[name]),
-                ("blank", with_hidden_tests(released[name], sources[name])),
+                ("blank", graded_form(released[name], specs[name])),
             ):
                 src = Path(tmp) / f"{kind}-{name}.ipynb"
                 notebooks.write(nb, src)
@@ -275,8 +309,13 @@ def run_checks(
                 problems.append(f"{name} ({kind}): could not run: {error}")
                 continue
             executed = notebooks.read(out)
+            try:
+                verdicts = judge.judge_notebook(specs[name], executed)
+            except judge.JudgeError as err:
+                problems.append(f"{name} ({kind}): {err}")
+                continue
             check = check_solution_run if kind == "solution" else check_blank_run
-            problems += check(name, executed, ignore)
+            problems += check(name, executed, verdicts)
             seconds, slowest = max(cell_seconds(executed), default=(0.0, ""))
             log(f"  {name} ({kind}): slowest cell {slowest} took {seconds:.1f} s")
             if seconds > timeout / 3:
@@ -350,25 +389,36 @@ def publish(course: Course, gdir: nbgrader_dir.GradingDir, names: list[str]) -> 
             notebooks.write_bytes(target, data)
 
 
-def release(course: Course, jobs: int | None = None, log=print) -> Release:
+def release(course: Course, jobs: int | None = None, draft: bool = False, log=print) -> Release:
     """Generate, check and publish the student notebooks; raise :class:`ReleaseError` listing
-    every problem (and leave ``assignments/`` untouched) when a check fails."""
+    every problem (and leave ``assignments/`` untouched) when a check fails. ``draft``: allow
+    a placeholder repository (CI and local checks; the notebooks cannot be installed from it)."""
     gdir = nbgrader_dir.real(course)
     log(f"generating the student version of {course.solutions_dir} with nbgrader ...")
     nbgrader_dir.generate_assignment(course, gdir, force=True)
     names = course.notebooks()
+    solutions = {n: nbgrader_dir.stamped_solution(course, n) for n in names}
     sources = {n: notebooks.read(gdir.source / f"{n}.ipynb") for n in names}
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
-    problems = check_no_secrets(sources, released, course.allowed_copies)
+    specs = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
+    problems = []
+    if course.placeholder_repo:
+        if draft:
+            log(f"DRAFT release: {course.github_repo} is a placeholder: not for students")
+        else:
+            problems.append(
+                f"course.toml: github_repo = {course.github_repo!r} is a placeholder: set the "
+                "course's real public repository (students install course_lib from it), or "
+                "release a draft for checks only (make release DRAFT=1)"
+            )
+    problems += check_no_secrets(solutions, released, course.allowed_copies)
     problems += check_stamped(course, released)
     problems += check_student_copy(names, gdir.release)
-    for name, nb in sources.items():
-        for cell in nb.cells:
-            if notebooks.is_test(cell) and notebooks.BEGIN_HIDDEN not in cell.source:
-                log(f"note: {name} {notebooks.grade_id(cell)} has no hidden tests")
+    for name in names:
+        problems += judge.spec_problems(specs[name], solutions[name])
     workers = course.grade.workers(jobs)
     log(f"running {len(names)} solution and {len(names)} blank notebooks in quick mode ...")
-    problems += run_checks(course, sources, released, workers, log)
+    problems += run_checks(course, sources, released, specs, workers, log)
     if problems:
         raise ReleaseError(
             f"release failed {len(problems)} check(s); assignments/ left unchanged:\n  "

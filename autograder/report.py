@@ -42,6 +42,8 @@ class Row:
     file: str = ""
     cells: dict[str, tuple[float, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # behaviours the judge found wrong: (test, behaviour, points, why); not in grades.csv
+    lost: list[tuple[str, str, float, str]] = field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -171,10 +173,24 @@ def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) 
         )
     total = sum(r.total for r in rows)
     most = sum(r.max for r in rows)
+    lost = [
+        f"<tr><td>{esc(r.notebook)}</td><td>{esc(test)}</td><td>{esc(what)}</td>"
+        f"<td>{_num(points)}</td><td>{esc(why)}</td></tr>"
+        for r in rows
+        for test, what, points, why in r.lost
+    ]
+    details = (
+        "<h2>Points lost, by behaviour</h2><table border='1' cellpadding='4'><tr><th>notebook"
+        "</th><th>test</th><th>what was checked</th><th>points</th><th>what went wrong</th></tr>"
+        + "".join(lost)
+        + "</table>"
+        if lost
+        else ""
+    )
     return (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
         f"<title>{esc(student)}: grades</title></head><body>"
         f"<h1>{esc(student)}</h1><p>Total: <b>{_num(total)} / {_num(most)}</b></p>"
         "<table border='1' cellpadding='4'><tr><th>notebook</th><th>points</th><th>flags</th>"
-        "<th>notes</th></tr>" + "".join(body) + "</table></body></html>\n"
+        "<th>notes</th></tr>" + "".join(body) + "</table>" + details + "</body></html>\n"
     )

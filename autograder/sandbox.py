@@ -10,12 +10,16 @@ command so that, when bubblewrap (``bwrap``) works on this machine:
   submission, the autograder itself), not the course directory, not other checkouts, ``/root``,
   ``/home`` or the host's ``/tmp``. ``[sandbox] hide`` of ``course.toml`` empties folders
   inside what is shown (``/etc/secrets``);
-- the kernel's working directory is a fresh, size-limited scratch folder (``/tmp/work``,
-  also its ``HOME``), the only place it can write, emptied after every notebook;
-- it has no network (its own empty network namespace: the kernel talks to nbgrader over Unix
-  sockets in a private folder, ``KernelManager.transport = "ipc"``), its own process
-  namespace (it sees and can signal only its own processes: not nbgrader, not the grader, not
-  other students' kernels) and no capabilities;
+- the kernel's working directory is a fresh, size-limited scratch file system (``/tmp``;
+  ``/tmp/work`` is its ``HOME``), the only place it can write (the rest, the sandbox's own
+  root included, is read-only), emptied after every notebook. Its Unix sockets live there
+  too: nbgrader reaches them through ``/proc/<pid>/root`` (``KernelManager.transport =
+  "ipc"``), so everything the kernel writes counts against ``scratch_mb``;
+- it has no network (its own empty network namespace), its own process namespace (it sees and
+  can signal only its own processes: not nbgrader, not the grader, not other students'
+  kernels), no capabilities, and a fixed environment (:func:`kernel_env`: no variable of the
+  grader's shell); bwrap reads its own arguments from a file, so no host path of the
+  grader's shows in the sandbox's process list;
 - when the grader runs as root, the kernel runs as an unprivileged user of its own (a
   numeric uid per worker), which also makes the process limit count only its processes.
 
@@ -170,14 +174,46 @@ def shown_paths() -> list[Path]:
     return sorted({p.resolve() for p in paths if p.exists()})
 
 
+INSIDE_RUN = "/tmp/.kernel"  # the kernel's connection file and sockets, inside its scratch
+INSIDE_CONNECTION = f"{INSIDE_RUN}/connection.json"
+SOCKET_PREFIX = f"{INSIDE_RUN}/kernel"  # ipc sockets: {SOCKET_PREFIX}-{port}
+
+
+def kernel_env(home: str = SCRATCH) -> dict[str, str]:
+    """The whole environment of a grading kernel: fixed, nothing of the grader's shell (a
+    token exported where ``make grade`` runs never reaches a student)."""
+    threads = os.environ.get("OMP_NUM_THREADS", "1")
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "XDG_CACHE_HOME": f"{home}/.cache",
+        "MPLCONFIGDIR": f"{home}/.matplotlib",
+        "MPLBACKEND": "Agg",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "COURSE_QUICK": os.environ.get("COURSE_QUICK", "1"),
+        "NBGRADER_EXECUTION": "autograde",
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+    }
+
+
 def kernel_command(
     cmd: list[str],
     rundir: Path,
     limits: Limits,
     status: Status,
     uid: int | None,
+    connection_file: Path | None = None,
 ) -> list[str]:
-    """``cmd`` (the kernel's command) run in the sandbox, with the limits."""
+    """``cmd`` (the kernel's command) run in the sandbox, with the limits and a fixed
+    environment. Isolated, the kernel reads ``connection_file`` (read-only) at
+    :data:`INSIDE_CONNECTION` and makes its sockets next to it, in its size-limited scratch
+    file system: it can write nowhere else (``rundir`` stays the grader's)."""
     rlimits = [
         "prlimit",
         f"--as={limits.memory_mb * 2**20}",
@@ -190,42 +226,39 @@ def kernel_command(
         rlimits.append(f"--nproc={limits.processes}")
     rlimits.append("--")
     if not (status.isolated and limits.enabled):
-        return [*_drop(uid), *rlimits, *cmd]
+        home = rundir / "home"
+        env = [f"{k}={v}" for k, v in kernel_env(str(home)).items()]
+        return ["env", "-i", *env, *_drop(uid), *rlimits, *cmd]
     args = _bwrap(uid)
     args += ["--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", "/tmp"]
     # Everything else starts out absent; the folders on the way to what is shown are made
     # (readable: bwrap would make them private to root).
     shown = [p for p in shown_paths() if not _visible(p)]
     made: list[Path] = [Path("/"), Path("/tmp")]
-    for path in [*shown, rundir]:
+    for path in shown:
         for up in reversed(path.parents):
             if up not in made and not _visible(up):
                 made.append(up)
                 args += ["--perms", "0755", "--dir", str(up)]
     for path in shown:
         args += ["--ro-bind", str(path), str(path)]
+    empty = rundir / "empty"  # what a hidden folder shows: nothing, read-only
     for path in sorted({Path(p) for p in limits.hide if Path(p).is_dir()}):  # in what is shown
-        args += ["--tmpfs", str(path)]
-    args += ["--bind", str(rundir), str(rundir)]
+        args += ["--ro-bind", str(empty), str(path)]
+    args += ["--perms", "1777", "--dir", INSIDE_RUN]
+    if connection_file is not None:
+        args += ["--ro-bind", str(connection_file), INSIDE_CONNECTION]
     args += ["--perms", "0777", "--dir", SCRATCH, "--chdir", SCRATCH]
-    env = {
-        "HOME": SCRATCH,
-        "TMPDIR": SCRATCH,
-        "XDG_CACHE_HOME": f"{SCRATCH}/.cache",
-        "MPLCONFIGDIR": str(rundir / "mpl"),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
-    for key, value in env.items():
+    args += ["--remount-ro", "/", "--clearenv"]  # only the scratch (/tmp) is writable
+    for key, value in kernel_env().items():
         args += ["--setenv", key, value]
-    # ipykernel exits when its parent's pid is not JPY_PARENT_PID, which no pid in the
-    # sandbox is (bwrap's --die-with-parent ends the kernel with nbgrader instead).
-    args += ["--unsetenv", "JPY_PARENT_PID"]
+    if connection_file is not None:
+        cmd = [INSIDE_CONNECTION if arg == str(connection_file) else arg for arg in cmd]
     return [*args, "--", *_drop(uid), *rlimits, *cmd]
 
 
 class Sandbox:
-    """One worker's sandbox: its private folder (connection files, sockets, caches) and uid."""
+    """One worker's sandbox: its private folder (connection files, bwrap's arguments) and uid."""
 
     def __init__(self, limits: Limits, status: Status | None = None):
         import tempfile
@@ -236,10 +269,11 @@ class Sandbox:
         own_uid = os.geteuid() == 0 and self.status.unprivileged and self.isolated
         self.uid = UID_BASE + os.getpid() % 4000 if own_uid else None
         self.rundir = Path(tempfile.mkdtemp(prefix="a3-sbx-"))
-        (self.rundir / "mpl").mkdir()
-        if self.uid is not None:
-            for path in (self.rundir, self.rundir / "mpl"):
-                os.chown(path, self.uid, self.uid)
+        (self.rundir / "empty").mkdir()
+        if not self.isolated:  # the kernel's HOME: a folder of the grader's
+            (self.rundir / "home").mkdir()
+            if self.uid is not None:
+                os.chown(self.rundir / "home", self.uid, self.uid)
 
     @property
     def isolated(self) -> bool:
@@ -250,24 +284,36 @@ class Sandbox:
         from nbgrader.converters import Autograde
         from nbgrader.preprocessors import Execute
 
+        from .sanitise import SanitiseOutputs
+
         steps = Autograde.class_traits()["autograde_preprocessors"].default()
         cfg.Autograde.autograde_preprocessors = [
             GradeExecute if step is Execute else step for step in steps
-        ]
+        ] + [SanitiseOutputs]
         cfg.GradeExecute.notebook_timeout = self.limits.notebook_seconds
         cfg.GradeExecute.max_output_chars = self.limits.output_kb * 1024
-        # A fresh kernel for every notebook: the same runtime folder for the connection file
-        # and its sockets, which the sandbox shares with nbgrader.
+        # A fresh kernel for every notebook; its connection file in this worker's own folder.
         os.environ["JUPYTER_RUNTIME_DIR"] = str(self.rundir)
         if self.isolated:
             cfg.KernelManager.transport = "ipc"
         SandboxKernelManager.sandbox = self
 
     def wrap(self, cmd: list[str], connection_file: str) -> list[str]:
-        """The kernel command, sandboxed; the connection file made readable by the kernel."""
+        """The kernel command, sandboxed; the connection file made readable by the kernel.
+        Isolated, bwrap reads its arguments from a file (``--args``), so the sandbox's process
+        list shows none of the host's paths."""
         if self.uid is not None and os.path.exists(connection_file):
             os.chown(connection_file, self.uid, self.uid)
-        return kernel_command(cmd, self.rundir, self.limits, self.status, self.uid)
+        args = kernel_command(
+            cmd, self.rundir, self.limits, self.status, self.uid, Path(connection_file)
+        )
+        if not self.isolated:
+            return args
+        end = args.index("--")  # bwrap's options go in the file, the command stays
+        argfile = self.rundir / f"bwrap-{uuid.uuid4().hex[:12]}.args"
+        argfile.write_bytes(b"".join(a.encode() + b"\0" for a in args[1:end]))
+        shell = 'file="$1"; shift; exec bwrap --args 3 "$@" 3<"$file"'
+        return ["/bin/sh", "-c", shell, "sandbox", str(argfile), *args[end:]]
 
     def cleanup(self) -> None:
         shutil.rmtree(self.rundir, ignore_errors=True)
@@ -276,16 +322,20 @@ class Sandbox:
 class SandboxKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels start in :attr:`sandbox` (set by :meth:`Sandbox.configure`).
 
-    Interrupts go to the kernel as messages (``interrupt_request``): a signal to the kernel's
-    process group would reach bwrap's own process and end the sandbox with the kernel."""
+    Isolated, the kernel makes its sockets inside its own scratch file system; this side
+    reaches them through ``/proc/<sandbox pid>/root`` once the sandbox is up. Interrupts go to
+    the kernel as messages (``interrupt_request``): a signal to the kernel's process group
+    would reach bwrap's own process and end the sandbox with the kernel."""
 
     sandbox: Sandbox | None = None
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        if self.sandbox is not None:  # the connection file and its sockets: in the shared folder
+        if self.sandbox is not None:  # the connection file: in the worker's own folder
             name = f"kernel-{uuid.uuid4().hex[:12]}.json"
             self.connection_file = str(self.sandbox.rundir / name)
+            if self.sandbox.isolated:
+                self.ip = SOCKET_PREFIX  # where the kernel, inside, makes its sockets
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)
@@ -293,6 +343,30 @@ class SandboxKernelManager(AsyncKernelManager):
             return cmd
         self.kernel_spec.interrupt_mode = "message"
         return self.sandbox.wrap(cmd, self.connection_file)
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        if self.sandbox is not None and self.sandbox.isolated:
+            root = await _sandbox_root(self.provisioner.process.pid)
+            self.ip = f"{root}{SOCKET_PREFIX}"  # the same sockets, seen from outside
+
+
+async def _sandbox_root(bwrap_pid: int, seconds: float = 20.0) -> str:
+    """``/proc/<pid>/root`` of the sandbox bwrap ``bwrap_pid`` started (its first child)."""
+    import asyncio
+
+    import psutil
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            children = psutil.Process(bwrap_pid).children()
+        except psutil.NoSuchProcess:
+            break
+        if children:
+            return f"/proc/{children[0].pid}/root"
+        await asyncio.sleep(0.02)
+    raise RuntimeError("the sandbox did not start (bwrap exited or hung)")
 
 
 def _execute_class():

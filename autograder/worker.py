@@ -2,16 +2,27 @@
 
     python -m autograder.worker ROOT ASSIGNMENT STUDENT --cell-timeout S --result FILE
 
-Runs nbgrader's autograde on each notebook of ``ROOT/intake/STUDENT/ASSIGNMENT/`` in turn (one
-notebook at a time, so a notebook nbgrader cannot grade costs only itself: nbgrader otherwise
-deletes the student's whole graded folder), zeroes in the gradebook the assignment notebooks
-that were not graded (missing or failed: nbgrader would leave them looking like "needs manual
-grading"), then writes the student's HTML feedback. Progress goes to ``FILE`` (JSON, rewritten
-after every notebook, so a killed worker still says what it finished)::
+1. Runs nbgrader's autograde on each notebook of ``ROOT/intake/STUDENT/ASSIGNMENT/`` in turn
+   (one notebook at a time, so a notebook nbgrader cannot grade costs only itself: nbgrader
+   otherwise deletes the student's whole graded folder). The intake staged each notebook with
+   its locked and test cells in their graded form, so nbgrader does not overwrite cells
+   (``OverwriteCells`` is left out); its kernel runs the student's code and the probes.
+2. Judges every graded notebook in one child process that never ran student code
+   (``judge.py``) and writes the verdicts into the gradebook (each test's score is its
+   passed checks' points, whatever nbgrader concluded from the cell's outputs) and into the
+   graded notebook (each test cell shows its checks, the probes' raw data removed). When the
+   judge fails, the notebooks are scored 0 and the student is left unfinished (``done``
+   false), so the next ``make grade`` grades them again.
+3. Zeroes in the gradebook the assignment notebooks that were not graded (missing or failed:
+   nbgrader would leave them looking like "needs manual grading"), then writes the student's
+   HTML feedback.
 
-    {"student": str, "done": bool, "feedback": bool,
+Progress goes to ``FILE`` (JSON, rewritten after every step, so a killed worker still says
+what it finished)::
+
+    {"student": str, "done": bool, "feedback": bool, "judge_error": str, "judge_seconds": float,
      "notebooks": {name: {"graded": bool, "error": str, "timeouts": [grade ids or cell
-                   numbers], "stderr_tests": [grade ids], "seconds": float}}}
+                   numbers], "seconds": float, "verdicts": {grade id: verdict}}}}
 
 Everything student code can reach runs in the kernels nbgrader starts; this process only
 talks to them, and ``--sandbox LIMITS`` (JSON, see ``limits.py``) starts every kernel in the
@@ -29,9 +40,9 @@ import time
 import traceback
 from pathlib import Path
 
-from . import notebooks
+from . import judge, notebooks
 from .config import REPO_ROOT
-from .gradebook import zero_notebooks
+from .gradebook import record_verdicts, zero_notebooks
 from .limits import Limits
 from .nbgrader_dir import load_config
 
@@ -39,6 +50,9 @@ TIMEOUT_ENAME = "CellTimeoutError"
 
 
 def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import OverwriteCells
+
     cfg = load_config(root)
     cfg.CourseDirectory.root = str(root)
     cfg.CourseDirectory.submitted_directory = "intake"
@@ -46,22 +60,22 @@ def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
     cfg.CourseDirectory.student_id = student
     cfg.Execute.timeout = cell_timeout
     cfg.BaseConverter.force = True
+    # The intake already put every locked and test cell back in its graded form (probes, not
+    # the visible checks that nbgrader's gradebook holds): nbgrader must not overwrite them.
+    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
+    cfg.Autograde.sanitize_preprocessors = [s for s in steps if s is not OverwriteCells]
     return cfg
 
 
 def inspect(path: Path) -> dict:
-    """Timeouts and stderr-in-test facts of an autograded notebook."""
+    """The cells of an autograded notebook that ran past their time limit."""
     nb = notebooks.read(path)
-    timeouts, stderr_tests = [], []
+    timeouts = []
     for i, cell in enumerate(nb.cells):
         outputs = cell.get("outputs", [])
         if any(o.output_type == "error" and o.get("ename") == TIMEOUT_ENAME for o in outputs):
             timeouts.append(notebooks.grade_id(cell) or f"cell {i}")
-        errors = any(o.output_type == "error" for o in outputs)
-        stderr = any(o.output_type == "stream" and o.get("name") == "stderr" for o in outputs)
-        if notebooks.is_test(cell) and stderr and not errors:
-            stderr_tests.append(notebooks.grade_id(cell))
-    return {"timeouts": timeouts, "stderr_tests": stderr_tests}
+    return {"timeouts": timeouts}
 
 
 def grade_student(
@@ -106,7 +120,7 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     logging.getLogger().addHandler(errors)
     for name in staged:
         start = time.perf_counter()
-        entry = {"graded": False, "error": "", "timeouts": [], "stderr_tests": [], "seconds": 0.0}
+        entry = {"graded": False, "error": "", "timeouts": [], "seconds": 0.0, "verdicts": {}}
         result["notebooks"][name] = entry
         save()
         coursedir.notebook_id = name
@@ -124,6 +138,15 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
         entry["seconds"] = round(time.perf_counter() - start, 2)
         save()
 
+    graded = {
+        name: root / "autograded" / student / assignment / f"{name}.ipynb"
+        for name, entry in result["notebooks"].items()
+        if entry["graded"]
+    }
+    if graded and not judge_student(root, assignment, student, coursedir.db_url, graded, result):
+        save()
+        return result
+    save()
     ungraded = [n for n in released if not result["notebooks"].get(n, {}).get("graded")]
     if ungraded:
         zero_notebooks(coursedir.db_url, assignment, student, ungraded)
@@ -137,6 +160,29 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     result["done"] = True
     save()
     return result
+
+
+def judge_student(
+    root: Path, assignment: str, student: str, db_url: str, graded: dict[str, Path], result: dict
+) -> bool:
+    """Judge the ``graded`` notebooks (name -> autograded path) in a child process and record
+    the verdicts (gradebook, graded notebooks, ``result``). On failure score them 0, say why
+    in ``result["judge_error"]`` and return False (the student stays unfinished)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COURSE_QUICK": "1"}
+    try:
+        verdicts = judge.judge_in_child(root / "judges" / assignment, graded, env=env)
+    except judge.JudgeError as err:
+        zero_notebooks(db_url, assignment, student, list(graded))
+        result["judge_error"] = str(err)[:2000]
+        logging.error("judging %s failed: %s", student, err)
+        return False
+    result["judge_seconds"] = verdicts.pop("_seconds", 0.0)
+    for name, data in verdicts.items():
+        found = judge.verdicts_from_json(data)
+        record_verdicts(db_url, assignment, student, name, found)
+        judge.annotate(graded[name], found)
+        result["notebooks"][name]["verdicts"] = data
+    return True
 
 
 class _Errors(logging.Handler):

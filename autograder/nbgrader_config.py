@@ -12,12 +12,7 @@ limits, the LMS file-name pattern) are read from ../course.toml.
 """
 
 import os
-import sys
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10
-    import tomli as tomllib
+import tomllib
 
 c = get_config()  # noqa: F821 (nbgrader's config loader provides get_config)
 here = os.path.dirname(os.path.abspath(__file__))

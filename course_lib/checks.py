@@ -76,9 +76,21 @@ def check_distribution(weights, dim: int, what: str = "the attention weights") -
 
 
 def check_causal(weights, what: str = "the causal attention weights") -> None:
-    """Fail unless ``weights (N, S, k)`` (keys by queries) give zero weight to every key that
-    comes after its query: ``weights[:, i, j] == 0`` for ``i > j``."""
+    """Fail unless ``weights (N, S, k)`` (keys by queries) give zero weight to every key after
+    its query (``weights[:, i, j] == 0`` for ``i > j``) and some weight to every key at or
+    before it; the message says which way the mask is wrong."""
     w = plain(weights, what)
-    future = _tril(_ones(w.shape[-2], w.shape[-1], dtype=torch.bool), diagonal=-1)  # (S, k)
+    rows, cols = w.shape[-2], w.shape[-1]
+    future = _tril(_ones(rows, cols, dtype=torch.bool), diagonal=-1)  # (S, k): key i > query j
+    diagonal = torch.eye(rows, cols, dtype=torch.bool)
+    allowed = ~future
+    if not _all(w[:, diagonal] > 0):
+        _fail(
+            f"{what} give zero weight to a query's own position (the diagonal, key j of query j): "
+            "the mask hides too much; mask only the keys after the query, i > j "
+            "(torch.tril(..., diagonal=-1) in the (N, S, k) layout)"
+        )
+    if not _all(w[:, allowed] > 0):
+        _fail(f"{what} give zero weight to a key before its query: mask only the keys after it")
     if not _all(w[:, future] == 0):
         _fail(f"{what} let a position attend to later positions (keys after the query)")

@@ -116,12 +116,14 @@ def sentence_logger(
     model: nn.Module, sentence: str, every: int = 10
 ) -> Callable[[int, History], None]:
     """An ``on_epoch_end`` callback for :func:`~course_lib.train.fit` that prints the losses
-    and the translation of ``sentence`` every ``every`` epochs."""
+    and the translation of ``sentence`` after epochs ``every``, ``2 * every``, ... (epochs are
+    counted from 1, as the progress bar and the loss plots count them)."""
 
     def log(epoch: int, history: History) -> None:
-        if epoch % every == 0:
+        number = epoch + 1  # fit passes the 0-based index
+        if number % every == 0:
             print(
-                f"epoch {epoch:3d} | train {history.train_loss[-1]:.3f} | "
+                f"epoch {number:3d} | train {history.train_loss[-1]:.3f} | "
                 f"val {history.val_loss[-1]:.3f} | {translate_sentence(model, sentence)}"
             )
 

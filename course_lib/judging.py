@@ -29,6 +29,7 @@ Where judges run:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,18 +126,19 @@ class Collector:
     test: str | None = None
 
 
-_collector: Collector | None = None
+_state = threading.local()  # .collector: the Collector of this thread's judging, if any
 
 
 @contextlib.contextmanager
 def collect(collector: Collector) -> Iterator[Collector]:
-    """While open, :func:`check` registers into ``collector`` (the grader's mode)."""
-    global _collector
-    previous, _collector = _collector, collector
+    """While open, :func:`check` registers into ``collector`` (the grader's mode), in this
+    thread only (notebooks may be judged in parallel threads)."""
+    previous = getattr(_state, "collector", None)
+    _state.collector = collector
     try:
         yield collector
     finally:
-        _collector = previous
+        _state.collector = previous
 
 
 def check(description: str, points: float) -> Callable[[CheckFn], CheckFn]:
@@ -145,12 +147,13 @@ def check(description: str, points: float) -> Callable[[CheckFn], CheckFn]:
         raise ValueError(f"check {description!r}: points must be a positive number")
 
     def register(fn: CheckFn) -> CheckFn:
-        if _collector is None:
+        collector = getattr(_state, "collector", None)
+        if collector is None:
             _run_inline(description, float(points), fn)
-        elif _collector.test is None:
+        elif collector.test is None:
             raise RuntimeError(f"check {description!r} is not in a judge cell after a test cell")
         else:
-            _collector.checks.append(Check(_collector.test, description, float(points), fn))
+            collector.checks.append(Check(collector.test, description, float(points), fn))
         return fn
 
     return register

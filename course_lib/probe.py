@@ -70,14 +70,14 @@ def randn(seed: int, *shape: int, scale: float = 1.0) -> torch.Tensor:
     """Standard normal values of ``shape`` (float32) times ``scale``, the same for a seed."""
     import torch
 
-    return torch.randn(*shape, generator=generator(seed)) * scale
+    return torch.randn(tuple(shape), generator=generator(seed)) * scale
 
 
 def rand(seed: int, *shape: int) -> torch.Tensor:
     """Uniform values in [0, 1) of ``shape`` (float32), the same for a seed."""
     import torch
 
-    return torch.rand(*shape, generator=generator(seed))
+    return torch.rand(tuple(shape), generator=generator(seed))
 
 
 def randint(seed: int, high: int, *shape: int, low: int = 0) -> torch.Tensor:

@@ -54,5 +54,19 @@ def test_check_causal():
     checks.check_causal(causal)
     with pytest.raises(AssertionError, match="later positions"):
         checks.check_causal(scores.softmax(dim=1))
-    with pytest.raises(AssertionError, match="later positions"):
+    with pytest.raises(AssertionError, match="before its query"):
         checks.check_causal(causal.transpose(1, 2))  # the transposed mask is wrong
+
+
+def test_check_causal_says_which_way_the_mask_is_wrong():
+    scores = torch.randn(2, 4, 4)
+    keys_after = torch.ones(4, 4, dtype=torch.bool).tril(diagonal=-1)  # key i > query j
+    too_much = torch.ones(4, 4, dtype=torch.bool).tril(diagonal=0)  # the diagonal hidden too
+    leaky = scores.masked_fill(too_much, -1e7).softmax(dim=1)
+    with pytest.raises(AssertionError, match="own position .*diagonal=-1"):
+        checks.check_causal(leaky)
+    with pytest.raises(AssertionError, match="attend to later positions"):
+        checks.check_causal(scores.softmax(dim=1))  # no mask at all
+    past_hidden = scores.masked_fill(keys_after | torch.eye(4).bool().roll(1, 0), -1e7)
+    with pytest.raises(AssertionError, match="zero weight to a key before its query"):
+        checks.check_causal(past_hidden.masked_fill(keys_after, float("-inf")).softmax(dim=1))

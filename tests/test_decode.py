@@ -86,3 +86,15 @@ def test_mode_is_restored(trained):
 def test_bad_characters_raise(trained):
     with pytest.raises(ValueError, match="cannot encode"):
         translate_word(trained, "Cat")
+
+
+def test_sentence_logger_counts_epochs_from_one(trained, capsys):
+    from course_lib.decode import sentence_logger
+    from course_lib.train import History
+
+    log = sentence_logger(trained, "cat", every=10)
+    history = History(train_loss=[1.0], val_loss=[2.0])
+    for epoch in range(21):  # fit passes the 0-based index of each epoch
+        log(epoch, history)
+    printed = [line.split("|")[0].split() for line in capsys.readouterr().out.splitlines()]
+    assert printed == [["epoch", "10"], ["epoch", "20"]]

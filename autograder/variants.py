@@ -1,0 +1,124 @@
+"""Grading variants of a solution: how many points a changed answer gets, and for which behaviours.
+
+A *variant* is a solution notebook with some answers changed: a known-wrong implementation (a
+mutant: the scaling left out, the softmax over the wrong axis) or another correct one (einsum
+instead of ``bmm``). :func:`grade_variants` grades each as the grader grades a student who
+handed it in, without nbgrader or a gradebook: the answers are put into the notebook, its
+tests take their graded form (docstring and probe), it runs in quick mode in a fresh kernel
+(a child process, like the release checks), and the judge decides every check. The tests of
+the course (``tests/test_variants.py``) use it to show that correct variants keep full marks
+and every mutant loses points, behaviour by behaviour.
+
+To save time a variant can run *probes only* (``probes_only=True``): the plain code cells
+(training, plots) are left out; the setup, locked, answer and test cells run, which is all a
+probe may rely on.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from . import judge, notebooks
+from .execute import execute_in_child
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Answers changed by text: ``(answer grade id, old text, new text)`` each. An empty
+    ``edits`` is the solution itself."""
+
+    name: str
+    edits: tuple[tuple[str, str, str], ...] = ()
+    correct: bool = False  # another right answer: it must keep full marks
+
+
+@dataclass
+class VariantScore:
+    """What a variant scored: per test, the judge's verdict."""
+
+    variant: Variant
+    verdicts: dict[str, judge.TestVerdict] = field(default_factory=dict)
+    error: str = ""  # why it could not be graded (the run failed)
+
+    @property
+    def score(self) -> float:
+        return round(sum(v.score for v in self.verdicts.values()), 6)
+
+    def lost(self) -> list[str]:
+        """``test: behaviour`` of every check the variant failed."""
+        return [
+            f"{v.grade_id}: {c['description']}" for v in self.verdicts.values() for c in v.lost()
+        ]
+
+
+def student_notebook(
+    solution: NotebookNode, spec: judge.Spec, variant: Variant, probes_only: bool = False
+) -> NotebookNode:
+    """What the grader runs for a student who handed in ``solution`` with ``variant``'s
+    edits: answers without their markers, tests in their graded form, no instructor cells."""
+    nb = judge.without_instructor_cells(solution)
+    pending = list(variant.edits)
+    for cell in nb.cells:
+        gid = notebooks.grade_id(cell)
+        for edit in [e for e in pending if e[0] == gid]:
+            if edit[1] not in cell.source:
+                raise ValueError(f"variant {variant.name}: {edit[1]!r} is not in answer {gid}")
+            cell.source = cell.source.replace(edit[1], edit[2])
+            pending.remove(edit)
+        if notebooks.is_solution(cell):
+            cell.source = notebooks.without_markers(cell.source)
+        elif notebooks.is_test(cell):
+            cell.source = spec.tests[gid].graded_source
+    if pending:
+        raise ValueError(f"variant {variant.name}: no answer cell {pending[0][0]}")
+    if probes_only:
+        nb.cells = [c for c in nb.cells if c.cell_type != "code" or notebooks.meta(c)]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def grade_variants(
+    solution: NotebookNode,
+    name: str,
+    variants: list[Variant],
+    jobs: int = 2,
+    timeout: int = 300,
+    probes_only: bool = True,
+) -> list[VariantScore]:
+    """Grade every variant of the solution notebook ``solution`` (named ``name``), ``jobs`` at
+    a time; return their scores in order."""
+    spec = judge.spec_of(solution, name)
+    threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
+    with tempfile.TemporaryDirectory(prefix="variants-") as tmp:
+        runs = []
+        for i, variant in enumerate(variants):
+            src, dst = Path(tmp) / f"{i}.ipynb", Path(tmp) / f"{i}.out.ipynb"
+            notebooks.write(student_notebook(solution, spec, variant, probes_only), src)
+            runs.append((variant, src, dst))
+
+        def run(item: tuple[Variant, Path, Path]) -> VariantScore:
+            variant, src, dst = item
+            error = execute_in_child(src, dst, timeout, threads)
+            if error:
+                return VariantScore(variant, error=error)
+            return VariantScore(variant, judge.judge_notebook(spec, notebooks.read(dst)))
+
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+            return list(pool.map(run, runs))
+
+
+def table(scores: list[VariantScore], maximum: float) -> str:
+    """A Markdown table: variant, points, behaviours lost."""
+    lines = ["| variant | points | behaviours lost |", "|---|---|---|"]
+    for s in scores:
+        lost = "; ".join(s.lost()) or ("could not run: " + s.error[:80] if s.error else "none")
+        lines.append(f"| {s.variant.name} | {s.score:g} / {maximum:g} | {lost} |")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""Test the tests: every known-wrong implementation loses points, and loses them where it is
+wrong; every other correct implementation keeps full marks. Each variant of a solution is
+graded as the grader grades a student who handed it in (``autograder/variants.py``: graded
+forms, a fresh kernel in quick mode, the judge), probes only.
+
+The variants of each notebook are in ``tests/variant_sets/``; ``python -m autograder variants``
+prints the same table (points and behaviours lost per variant) for a notebook.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from autograder import judge, notebooks, variants  # noqa: E402
+
+SETS = ["gru", "attention", "transformer"]
+
+
+def _set(module: str):
+    return importlib.import_module(f"variant_sets.{module}")
+
+
+@pytest.fixture(scope="module", params=SETS)
+def graded(request):
+    """Every variant of one notebook, and the solution itself, graded."""
+    module = _set(request.param)
+    solution = notebooks.read(ROOT / "solutions" / "a3" / f"{module.NOTEBOOK}.ipynb")
+    spec = judge.spec_of(solution, module.NOTEBOOK)
+    maximum = sum(t.points for t in spec.tests.values())
+    scores = variants.grade_variants(
+        solution, module.NOTEBOOK, [variants.Variant("solution", correct=True), *module.VARIANTS]
+    )
+    print(f"\n{module.NOTEBOOK}:\n{variants.table(scores, maximum)}")
+    return module.NOTEBOOK, maximum, scores
+
+
+@pytest.mark.slow
+def test_correct_variants_keep_full_marks(graded):
+    name, maximum, scores = graded
+    for s in scores:
+        if s.variant.correct:
+            assert not s.error, f"{name} {s.variant.name}: {s.error}"
+            assert s.score == pytest.approx(maximum), (name, s.variant.name, s.lost())
+
+
+@pytest.mark.slow
+def test_every_mutant_loses_points_but_not_all(graded):
+    name, maximum, scores = graded
+    for s in scores:
+        if not s.variant.correct:
+            assert not s.error, f"{name} {s.variant.name}: {s.error}"
+            assert s.score < maximum - 1e-9, f"{name}: {s.variant.name} keeps full marks"
+            assert s.lost(), (name, s.variant.name)

@@ -1,0 +1,121 @@
+"""Variants of ``3_transformer``: mistakes students make in the attention layers, the encoder
+and the decoder, and other correct ways to write them."""
+
+from autograder.variants import Variant
+
+NOTEBOOK = "3_transformer"
+A, C = "scaled_dot_attention", "causal_attention"
+E, D = "transformer_encoder", "transformer_decoder"
+TWO_D = "        if queries.dim() == 2:\n            queries = queries.unsqueeze(1)  # (N, 1, H)\n"
+SCORES = "scores = self.scaling_factor * torch.bmm(k, q.transpose(1, 2))  # (N, S, k)"
+RETURN = "return context, attention_weights"
+MASK = "later_keys = torch.tril(torch.ones_like(scores[0]), diagonal=-1)"
+ENC_ATTEND = "self.self_attentions[i](annotations, annotations, annotations)"
+EMBED = "annotations = self.embedding(inputs) + self.positional_encodings[:seq_len]"
+DEC_SELF = "self.self_attentions[i](contexts, contexts, contexts)"
+DEC_CROSS = "residual_contexts, annotations, annotations\n"
+DEC_CROSS_RESIDUAL = "residual_contexts = residual_contexts + new_contexts  # (N, T, H)"
+
+VARIANTS = [
+    # ScaledDotAttention
+    Variant("attention: no 2-D branch", ((A, TWO_D, ""),)),
+    Variant(
+        "attention: weights returned (N, k, S)",
+        ((A, RETURN, "return context, attention_weights.transpose(1, 2)"),),
+    ),
+    Variant(
+        "attention: no 1/sqrt(H) scaling", ((A, "self.scaling_factor * torch.bmm", "torch.bmm"),)
+    ),
+    Variant(
+        "attention: softmax over the queries",
+        ((A, "self.softmax(scores)  # (N, S, k)", "torch.softmax(scores, dim=2)"),),
+    ),
+    Variant("attention: keys projected by Q", ((A, "k = self.K(keys)", "k = self.Q(keys)"),)),
+    Variant(
+        "attention: context summed over the queries",
+        (
+            (
+                A,
+                RETURN,
+                "return context.sum(dim=1, keepdim=True).expand_as(context), attention_weights",
+            ),
+        ),
+    ),
+    Variant(
+        "attention: einsum",
+        (
+            (A, SCORES, "scores = torch.einsum('nsh,nkh->nsk', k, q) / self.hidden_size**0.5"),
+            (
+                A,
+                "context = torch.bmm(attention_weights.transpose(1, 2), v)",
+                "context = torch.einsum('nsk,nsh->nkh', attention_weights, v)",
+            ),
+        ),
+        correct=True,
+    ),
+    # CausalScaledDotAttention
+    Variant(
+        "causal: no mask",
+        ((C, "self.softmax(scores + self.neg_inf * later_keys)", "self.softmax(scores)"),),
+    ),
+    Variant("causal: mask hides the diagonal too", ((C, MASK, MASK.replace("-1", "0")),)),
+    Variant(
+        "causal: mask the wrong way",
+        ((C, MASK, "later_keys = torch.triu(torch.ones_like(scores[0]), diagonal=1)"),),
+    ),
+    Variant(
+        "causal: weights returned (N, k, S)",
+        ((C, RETURN, "return context, attention_weights.transpose(1, 2)"),),
+    ),
+    Variant(
+        "causal: masked_fill with -inf",
+        (
+            (
+                C,
+                "attention_weights = self.softmax(scores + self.neg_inf * later_keys)",
+                "attention_weights = self.softmax(scores.masked_fill(later_keys.bool(), "
+                "float('-inf')))",
+            ),
+        ),
+        correct=True,
+    ),
+    # TransformerEncoder
+    Variant(
+        "encoder: no residual around the attention",
+        (
+            (
+                E,
+                "residual_annotations = annotations + new_annotations",
+                "residual_annotations = new_annotations",
+            ),
+        ),
+    ),
+    Variant(
+        "encoder: attention over the embeddings in every layer",
+        (
+            (E, ENC_ATTEND, "self.self_attentions[i](embedded, embedded, embedded)"),
+            (
+                E,
+                EMBED,
+                EMBED + "\n        embedded = annotations",
+            ),
+        ),
+    ),
+    # TransformerDecoder
+    Variant(
+        "decoder: the attention to the encoder asks with the states before the self-attention",
+        ((D, DEC_CROSS, "contexts, annotations, annotations\n"),),
+    ),
+    Variant(
+        "decoder: non-causal self-attention (the encoder-attention layer)",
+        ((D, DEC_SELF, "self.encoder_attentions[i](contexts, contexts, contexts)"),),
+    ),
+    Variant(
+        "decoder: annotations as the queries",
+        ((D, DEC_CROSS, "annotations, residual_contexts, residual_contexts\n"),),
+    ),
+    Variant(
+        "decoder: no residual around the attention to the encoder",
+        ((D, DEC_CROSS_RESIDUAL, "residual_contexts = new_contexts  # (N, T, H)"),),
+    ),
+]

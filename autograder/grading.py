@@ -43,7 +43,7 @@ from .nbgrader_dir import GradingDir
 
 # nbgrader matches student ids as glob patterns and uses them as folder names.
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: scores from the judge (a state of version 1 is graded again)
 
 
 @dataclass

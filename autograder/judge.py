@@ -265,7 +265,7 @@ def judge_notebook(spec: Spec, nb: NotebookNode) -> dict[str, TestVerdict]:
     records = records_of(nb)
     verdicts = {}
     for gid, test in spec.tests.items():
-        record = records.get(gid) or judging.Record(status="not run")
+        record = records[gid] if gid in records else judging.Record(status="not run")
         results = judging.evaluate(checks.get(gid, []), record)
         verdicts[gid] = TestVerdict(
             gid, test.points, [asdict(r) for r in results], record.cell_error

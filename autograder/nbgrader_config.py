@@ -29,3 +29,6 @@ c.Execute.iopub_timeout = 15
 c.Execute.raise_on_iopub_timeout = False
 # Scores come from the judge (autograder/judge.py), never from a cell's outputs: nbgrader's
 # rules on them (stderr text scores 0, a numeric result scores part) do not apply.
+# Feedback and formgrader pages: no anchor ids made from a student's headings (they could clash
+# with the ids the formgrade page uses).
+c.HTMLExporter.exclude_anchor_links = True

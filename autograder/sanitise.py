@@ -8,25 +8,29 @@ are written into the page as they are, some metadata lands in unquoted attribute
 in that notebook is the student's: any markdown cell (they can edit them all), the outputs of
 their code, the metadata. :class:`SanitiseOutputs`, the last step of nbgrader's autograde
 (``sandbox.Sandbox.configure``), runs :func:`sanitise_notebook` on it, so what is saved in
-``autograded/`` (and everything made from it) holds only what follows.
+``autograded/`` (and everything made from it) holds only what follows. (Notebooks graded
+before this step existed are not: grade them again, ``--regrade``.)
 
 Markdown cells, and ``text/markdown`` outputs
-    Raw HTML is shown as text: every ``<`` outside code spans, fenced or indented code and
-    math (``$...$``, ``$$...$$``, ``\\begin{env}``) becomes ``&lt;``, except an autolink to a
-    safe URL (``<https://...>``). Markdown itself still renders: emphasis, lists, tables,
-    code, math, links and images. A link or image target is kept when it is ``http(s)``,
-    ``mailto`` (links), a raster ``data:image/png|jpeg|gif;base64`` (images), relative or a
-    ``#fragment``, and holds no ``<>"'`` (nor their %-escapes, which nbgrader's own pages
-    would echo unescaped); any other (``javascript:``, ``vbscript:``, ``data:text/html``,
-    entity-obfuscated ones) becomes ``#unsafe-link``. A ```` ```mermaid ```` fence (whose
-    code nbconvert writes into the page unescaped) becomes a plain ``text`` fence. MathJax
-    commands that link, style or load (``\\href``, ``\\url``, ``\\style``, ``\\class``,
-    ``\\cssId``, ``\\require``...) are broken up (``\\ href``). The result is then rendered
-    with nbconvert's own ``markdown2html`` renderer and checked against an allow-list of the
-    tags and attributes that renderer makes for plain Markdown; a cell that fails (something
-    the scanner above read differently from the renderer) is shown whole as a plain code
-    block instead. Cell attachments are kept only as valid base64 PNG, JPEG or GIF (an
-    attachment with none left becomes a blank PNG, so its ``attachment:`` link still works).
+    Raw HTML is shown as text: every ``<`` outside code spans, fenced or indented code and math
+    (``$...$``, ``$$...$$``, ``\\begin{env}``) becomes ``&lt;``, except an autolink to a safe
+    URL (``<https://...>``). Markdown itself still renders: emphasis, lists, tables, code, math,
+    links and images. A link or image target is kept when it is ``http(s)``, ``mailto`` (links),
+    a raster ``data:image/png|jpeg|gif;base64`` (images), relative (links only: an image would
+    request the instructor's own server as the page loads, as would one on ``localhost``) or a
+    ``#fragment``, and holds no ``<>"'`` (nor their %-escapes, which nbgrader's own pages echo
+    unescaped); any other (``javascript:``, ``vbscript:``, ``data:text/html``, entity-obfuscated
+    ones) becomes ``#unsafe-link``, and so does an ``attachment:`` image whose attachment is
+    missing (nbconvert would fail the whole page). A ```` ```mermaid ```` fence (whose code
+    nbconvert writes into the page unescaped) becomes a plain ``text`` fence. MathJax commands
+    that link, style or load (``\\href``, ``\\url``, ``\\style``, ``\\class``, ``\\cssId``,
+    ``\\require``...) are broken up (``\\ href``). The result is then rendered with nbconvert's
+    own ``markdown2html`` renderer and checked against an allow-list of the tags and attributes
+    that renderer makes for plain Markdown; a text that fails (something the scanner above read
+    differently from the renderer) is shown whole as a plain code block instead. Cell
+    attachments are kept only as valid base64 PNG, JPEG or GIF (an attachment with none left
+    becomes a blank PNG, so its ``attachment:`` link still works). A text longer than
+    :data:`MAX_MARKDOWN` characters is cut there (checking costs time).
 
 Outputs
     ``text/plain``, ``stream`` text and ``error`` tracebacks are kept as text (nbconvert
@@ -38,7 +42,9 @@ Outputs
     properties and never ``url()``. ``image/png``, ``image/jpeg`` and ``image/gif`` are kept
     when they are valid base64 of such an image. ``text/latex`` is kept unless it holds a
     MathJax command above. Everything else is dropped: ``application/javascript``,
-    ``image/svg+xml`` (it may hold script), Jupyter widgets, PDF, any unknown type. When an
+    ``image/svg+xml`` (it may hold script), Jupyter widgets, PDF, any unknown type, but the
+    probes' records (``judge.PROBE_MIME``: JSON the judge reads from this very notebook after
+    autograde, then replaces; no template renders a type it does not know). When an
     output keeps nothing, a ``text/plain`` note says what was removed. Output metadata keeps
     only numeric ``width``/``height``, ``unconfined`` and ``alt`` of images (nbconvert writes
     width and height into *unquoted* attributes; ``isolated`` HTML would become an iframe).
@@ -67,6 +73,9 @@ from bleach import html5lib_shim
 from bleach.css_sanitizer import CSSSanitizer
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
+from traitlets import Bool
+
+from .judge import PROBE_MIME
 
 # --- URLs ------------------------------------------------------------------------------------
 
@@ -77,12 +86,14 @@ RASTER = {  # image types kept, with the bytes every such file starts with
 }
 # A blank 1x1 PNG: stands in for an attachment that held no raster image.
 BLANK_PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAAB"
+    "JRU5ErkJggg=="
 )
 UNSAFE_LINK = "#unsafe-link"
-MAX_MARKDOWN = 100_000  # characters: a longer markdown text is shown as a code block
+MAX_MARKDOWN = 50_000  # characters of one markdown text kept (the rest is cut)
 _SCHEME = re.compile(r"([a-z][a-z0-9+.\-]*):")
 _DATA_IMAGE = re.compile(r"data:(image/(?:png|jpeg|gif));base64,([A-Za-z0-9+/]*={0,2})", re.I)
+_LOOPBACK = re.compile(r"//(?:[^/@]*@)?(?:localhost|127\.|0\.0\.0\.0|\[::1?\]|\[::ffff:)", re.I)
 _URL_BREAKOUT = re.compile(r"""[<>"'`]|%(?:3c|3e|22|27|60)""", re.I)
 
 
@@ -105,10 +116,10 @@ def safe_url(url: str, image: bool = False) -> bool:
     if _URL_BREAKOUT.search(plain):
         return False  # nbgrader's pages echo URL paths unescaped: no markup in a URL
     scheme = _SCHEME.match(plain.lower())
-    if scheme is None:
-        return True  # relative
+    if scheme is None:  # relative: a link needs a click; an image would be a request to the
+        return not image  # instructor's own server (a GET with their login) as the page loads
     if scheme.group(1) in ("http", "https"):
-        return True
+        return not (image and _LOOPBACK.match(plain.lower(), scheme.end()))
     if image:
         match = _DATA_IMAGE.fullmatch(plain)
         return bool(match) and _raster(match.group(2), match.group(1).lower()) is not None
@@ -226,6 +237,9 @@ def _markdown_attribute_ok(tag: str, name: str, value: str) -> bool:
     return False
 
 
+_HTML_NS = html5lib_shim.namespaces["html"]
+
+
 def _markup_problems(text: str, tags: frozenset[str], attribute_ok) -> list[str]:
     """What in the HTML ``text`` is not allowed, parsed as a browser parses it (html5lib)."""
     parser = html5lib_shim.BleachHTMLParser(
@@ -238,7 +252,7 @@ def _markup_problems(text: str, tags: frozenset[str], attribute_ok) -> list[str]
             problems.append(kind)
         elif kind in ("StartTag", "EmptyTag"):
             tag = token["name"]
-            if tag not in tags or token.get("namespace") not in (None, html5lib_shim.namespaces["html"]):
+            if tag not in tags or token.get("namespace") not in (None, _HTML_NS):
                 problems.append(f"<{tag}>")
                 continue
             for (_, name), value in token["data"].items():
@@ -385,9 +399,7 @@ def _escape_markdown(source: str, attachments: dict) -> str:
         indented = bare.startswith(("    ", "\t")) and bare.strip()
         if indented and blank_before and not in_list:
             flush()
-            while i < len(lines) and (
-                lines[i].startswith(("    ", "\t")) or not lines[i].strip()
-            ):
+            while i < len(lines) and (lines[i].startswith(("    ", "\t")) or not lines[i].strip()):
                 out.append(lines[i])
                 i += 1
             blank_before = True
@@ -430,11 +442,13 @@ def _as_code(source: str) -> str:
 def sanitise_markdown(source: str, attachments: dict | None = None) -> str:
     """Student Markdown made inert; checked by rendering it as nbconvert will."""
     attachments = attachments or {}
-    if len(_text(source)) <= MAX_MARKDOWN:
-        escaped = _escape_markdown(_text(source), attachments)
-        if not markdown_problems(escaped, attachments):
-            return escaped
-    fallback = _as_code(_text(source))
+    source = _text(source)
+    if len(source) > MAX_MARKDOWN:  # checking costs time: a bounded amount per text
+        source = source[:MAX_MARKDOWN] + "\n\n[... cut by the autograder: too long]\n"
+    escaped = _escape_markdown(source, attachments)
+    if not markdown_problems(escaped, attachments):
+        return escaped
+    fallback = _as_code(source)
     if not markdown_problems(fallback):
         return fallback
     return "*[removed: markup that could not be shown safely]*"
@@ -567,7 +581,7 @@ def _bundle(data: object) -> dict:
     """A display's MIME bundle with only inert representations (see the module docstring)."""
     kept: dict[str, str] = {}
     removed: list[str] = []
-    for mime, value in (data.items() if isinstance(data, dict) else []):
+    for mime, value in data.items() if isinstance(data, dict) else []:
         if mime == "text/plain":
             kept[mime] = _text(value)
         elif mime == "text/html":
@@ -578,6 +592,8 @@ def _bundle(data: object) -> dict:
             kept[mime] = _text(value)
         elif mime in RASTER and _raster(value, mime):
             kept[mime] = _raster(value, mime)
+        elif mime == PROBE_MIME:  # the judge's data (never rendered): read after this step
+            kept[mime] = value
         else:
             removed.append(mime if isinstance(mime, str) and _MIME.fullmatch(mime) else "unknown")
     if not kept:
@@ -664,6 +680,10 @@ def sanitise_notebook(nb: NotebookNode) -> NotebookNode:
 
 class SanitiseOutputs(Preprocessor):
     """nbgrader autograde step: :func:`sanitise_notebook` on the graded notebook."""
+
+    # nbconvert runs a preprocessor only when enabled, and nbgrader registers its steps
+    # without enabling them (its own preprocessors default to True, nbconvert's to False).
+    enabled = Bool(True).tag(config=True)
 
     def preprocess(self, nb, resources):
         return sanitise_notebook(nb), resources

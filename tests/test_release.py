@@ -46,9 +46,11 @@ def make_course(tmp: Path, source: Path = FIXTURE) -> Path:
     return tmp
 
 
-def run_release(root: Path) -> subprocess.CompletedProcess:
+def run_release(root: Path, *extra: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "autograder", "--root", str(root), "release", "--jobs", "2"]
-    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=3600)
+    return subprocess.run(
+        [*cmd, *extra], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=3600
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +74,8 @@ def test_release_writes_stamped_student_notebooks(tiny_release):
     assert "raise NotImplementedError()" in text and "YOUR ANSWER HERE" in text
     assert "add(1, 2) == 3" in text  # the visible test stays
     assert "{{" not in text
-    assert "git+https://github.com/example-org/tiny-course@spring" in text
-    colab = "https://colab.research.google.com/github/example-org/tiny-course/blob/spring"
+    assert "git+https://github.com/nmt-course/tiny-course@spring" in text
+    colab = "https://colab.research.google.com/github/nmt-course/tiny-course/blob/spring"
     assert f"{colab}/assignments/a3/1_sums.ipynb" in text
     assert f"{colab}/assignments/a3/2_words.ipynb" in out
 
@@ -90,30 +92,52 @@ def test_release_bundle_holds_only_the_student_copy(tiny_release):
                 == (root / "assignments/a3" / f"{name}.ipynb").read_bytes()
             )
     assert (
-        'pip install "course-lib @ git+https://github.com/example-org/tiny-course@spring"' in readme
+        'pip install "course-lib @ git+https://github.com/nmt-course/tiny-course@spring"' in readme
     )
     assert "names unchanged" in readme
 
 
 FAULTS = {  # what each fault must produce in the release's error report
     "solution fails": "1_sums (solution) test_mul: raised AssertionError",
-    "free point": "2_words (blank) test_free: test passes on the blank notebook",
-    "stderr": "2_words (solution) test_shout_quiet: scores 0/1",
-    "broken given code": "(blank) cell 6: given code raised ModuleNotFoundError",
+    "judge fails the solution": "1_sums (solution) test_mul: the judge fails 'mul(2, 3) is 6'",
+    "free point": "2_words (blank) test_free: 'anything' passes on the blank notebook",
+    "no judge": "2_words test_nojudge: no judge cell with checks follows this test",
+    "points do not add up": "its checks are worth 1 points, the test cell 2",
+    "probe uses the visible part": "its probe uses 'visible_only', which only its visible",
+    "broken given code": "(blank) cell 5: given code raised ModuleNotFoundError",
     "reference answer": "lines in a row of a solution of 2_words",
+    "instructor-only text": "a sentence of an instructor-only answer of 1_sums is in the release",
     "misspelt marker": "marker left in the release: # BEGIN SOLUTON",
     "wrong badge": "2_words: Colab badge opens",
+    "placeholder repository": "github_repo = 'example-org/tiny-course' is a placeholder",
 }
+
+
+def _judge(source: str) -> nbformat.NotebookNode:
+    cell = new_code_cell(source)
+    cell.metadata["tags"] = ["judge"]
+    return cell
+
+
+INSTRUCTOR_NOTE = (
+    "Reference result for TAs: the mean of the class was seven out of ten on this part."
+)
 
 
 def break_course(root: Path) -> None:
     """One fault of each kind in the tiny course's solutions."""
+    toml = root / "course.toml"
+    toml.write_text(toml.read_text().replace("nmt-course/tiny-course", "example-org/tiny-course"))
     path1, path2 = (root / "solutions" / "a3" / f"{n}.ipynb" for n in ("1_sums", "2_words"))
     nb1, nb2 = (nbformat.read(p, as_version=4) for p in (path1, path2))
     cells1 = {c.id: c for c in nb1.cells}
     cells1["mul"].source = cells1["mul"].source.replace("product = a * b", "product = a * b + 1")
     nb1.cells.insert(6, new_code_cell("import nonexistent_module_xyz"))
     nb1.cells.append(new_code_cell("# BEGIN SOLUTON\nsecret = 42\n# END SOLUTION"))
+    note = new_markdown_cell(INSTRUCTOR_NOTE)
+    note.metadata["tags"] = ["instructor"]
+    nb1.cells.append(note)
+    nb2.cells.append(new_markdown_cell("## Notes\n\nAs announced. " + INSTRUCTOR_NOTE))
     answer = [
         "shouted_word = word.upper()",
         'exclamation_mark = "!"',
@@ -130,11 +154,26 @@ def break_course(root: Path) -> None:
         meta = {"grade_id": gid, "grade": True, "locked": True, "points": 1, "solution": False}
         return new_code_cell(source, id=gid, metadata={"nbgrader": {**meta, "schema_version": 3}})
 
-    nb2.cells[5:5] = [
+    free = _judge('@check("anything", points=1)\ndef _(record):\n    pass')
+    halves = _judge('@check("half", points=1)\ndef _(record):\n    record["x"]')
+    leaky = test(
+        "test_leaky",
+        'visible_only = shout("a")\n### BEGIN HIDDEN TESTS\nfrom course_lib import probe\n\n'
+        'probe.put("x", visible_only)\n### END HIDDEN TESTS',
+    )
+    leaky.metadata.nbgrader["points"] = 2
+    nb2.cells[6:6] = [
         test("test_free", '"""A free point."""\nassert True'),
-        test("test_shout_quiet", 'import sys\n\nprint("debug", file=sys.stderr)\nshout("x")'),
+        free,
+        test("test_nojudge", '"""No judge follows."""\nassert True'),
+        leaky,
+        halves,
         new_code_cell("def reference(word):\n" + "\n".join("    " + line for line in answer)),
     ]
+    for cell in nb2.cells:  # a line of a judge cell copied into the student's text
+        if cell.cell_type == "markdown" and cell.source.startswith("## Summary"):
+            cell.source += "\n\n    got = record[\"'hi'/shouted\"]\n"
+
     nbformat.write(nb1, path1)
     nbformat.write(nb2, path2)
 
@@ -180,6 +219,8 @@ def test_secret_lines_ignore_public_and_short_lines():
 
 
 def test_blank_run_allows_only_stub_errors_after_the_first_solution():
+    from autograder.judge import TestVerdict
+
     def error(ename):
         return [new_output("error", ename=ename, evalue="", traceback=[])]
 
@@ -189,14 +230,18 @@ def test_blank_run_allows_only_stub_errors_after_the_first_solution():
     fails = new_code_cell(
         "assert f(1)", metadata={"nbgrader": test}, outputs=error("AssertionError")
     )
-    passes = new_code_cell("assert True", metadata={"nbgrader": {**test, "grade_id": "u"}})
-    nb = _nb(
-        early, _solution("f", "def f(x):\n    raise NotImplementedError()"), given, fails, passes
-    )
-    problems = release.check_blank_run("n", nb)
+    nb = _nb(early, _solution("f", "def f(x):\n    raise NotImplementedError()"), given, fails)
+    free = {"description": "free", "points": 0.5, "passed": True, "message": ""}
+    lost = {"description": "lost", "points": 0.5, "passed": False, "message": "why"}
+    verdicts = {"t": TestVerdict("t", 1.0, [lost, free])}
+    problems = release.check_blank_run("n", nb, verdicts)
     assert problems == [
         "n (blank) cell 0: given code raised NameError: ",
-        "n (blank) u: test passes on the blank notebook",
+        "n (blank) t: 'free' passes on the blank notebook (a free point)",
+    ]
+    assert release.check_solution_run("n", _nb(given), verdicts) == [
+        "n (solution) cell 0: raised NameError: ",
+        "n (solution) t: the judge fails 'lost': why",
     ]
 
 
@@ -209,12 +254,36 @@ def test_student_copy_must_hold_notebooks_only(tmp_path):
     ]
 
 
+def test_placeholder_repositories_are_known():
+    from autograder import config
+
+    course = config.load(ROOT)
+    for repo, placeholder in [
+        ("example-org/a3-nmt-bert", True),
+        ("your-org/course", True),
+        ("examples-r-us/x", True),
+        ("uni-nlp/a3-nmt-bert", False),
+    ]:
+        assert config.Course(**{**course.__dict__, "github_repo": repo}).placeholder_repo is (
+            placeholder
+        ), repo
+
+
+def test_student_readme_names_the_bundled_model():
+    from course_lib.bert import BUNDLED_MODEL_REQUIREMENT
+
+    assert release.BUNDLED_MODEL == BUNDLED_MODEL_REQUIREMENT
+
+
 def test_stamping_checks_badges_and_setup():
     from autograder import config
 
     course = config.load(ROOT)
     url = course.colab_url("1_x")
     good = _nb(new_markdown_cell(f"[badge]({url})"), new_code_cell(course.install_requirement))
+    assert release.check_stamped(course, {"1_x": good}) == []
+    extra = course.install_requirement.replace("course-lib", "course-lib[bert]")
+    good = _nb(new_markdown_cell(f"[badge]({url})"), new_code_cell(extra))
     assert release.check_stamped(course, {"1_x": good}) == []
     bad = _nb(new_markdown_cell(f"[badge]({course.colab_url('2_y')}) {{{{BRANCH}}}}"))
     assert len(release.check_stamped(course, {"1_x": bad})) == 3
@@ -229,8 +298,9 @@ def test_real_release_passes_and_assignments_are_up_to_date(tmp_path):
     sources = sorted(p.name for p in (ROOT / "solutions" / "a3").glob("*.ipynb"))
     assert sources == EXPECTED_NOTEBOOKS, f"solutions/a3 holds {sources}"
     root = make_course(tmp_path, source=ROOT)
-    proc = run_release(root)
+    proc = run_release(root, "--draft")  # course.toml names a placeholder repository
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "DRAFT release" in proc.stdout
     generated = {p.name: p.read_bytes() for p in (root / "assignments" / "a3").glob("*.ipynb")}
     committed = {p.name: p.read_bytes() for p in (ROOT / "assignments" / "a3").glob("*.ipynb")}
     stale = sorted(

@@ -1,0 +1,401 @@
+"""Nothing a student wrote runs in a browser: the real pipeline, checked in headless Chromium.
+
+One student of the tiny course (tests/fixtures/course) hands in a notebook full of payloads:
+a written answer with ``<script>``, ``<img onerror>``, ``javascript:`` links and a mermaid
+block, an edited markdown cell, and a cell of their own that displays HTML with scripts, an
+object's ``_repr_html_``, JavaScript, SVG with ``onload``, an iframe, Markdown with HTML,
+image metadata that breaks out of its attribute, isolated HTML, a CSS ``url()``. (They use
+``display(bundle, raw=True)``, which makes the same outputs as ``IPython.display.HTML`` and
+friends: importing those is flagged by the tamper scan.) Each payload, if it ran, would ask a
+"beacon" HTTP server on 127.0.0.1 for ``/hit?p=<name>``.
+
+``make grade`` grades it (sandbox, sanitising, feedback). Then Chromium opens, through the
+DevTools protocol (clicking every ``javascript:`` link it finds): the student's feedback pages
+(file://) and the formgrader's pages for the submission, served by ``jupyter lab`` in the
+course directory, logged in, as ``make formgrade`` serves them. The beacon must get nothing.
+
+The positive control: the same notebook run without the autograder (nbclient, here) replaces
+the graded copy, nbgrader's own ``generate_feedback`` makes its feedback page and the same
+formgrader URL shows it; then every payload that nbgrader's templates let run must reach the
+beacon, or the harness is blind and the test fails.
+
+Chromium is Debian's ``chromium`` (``make setup`` installs it as root on Debian/Ubuntu, see
+``make browser-tools``; ``CHROMIUM=/path`` picks another): without it the test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from test_grade import ENV, _sources, autograder, make_course  # noqa: E402
+
+from autograder import nbgrader_dir, notebooks  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+STUDENT = "x1-hostile"
+ANSWER_TEXT = "Because counting a then b"  # the start of the written answer, as shown
+# Payloads nbgrader's templates run when nothing is sanitised (the control must see them all).
+LIVE = {
+    "md-script", "md-img", "md-link", "md-link-entity", "md-mermaid", "md-other",
+    "html-script", "repr-html", "javascript", "svg-inline", "iframe", "markdown-output",
+    "png-width", "isolated", "html-link", "css-url",
+}  # fmt: skip
+# Also in the notebook, inert even unsanitised: SVG shown as an <img>, escaped text.
+INERT_ANYWAY = {"svg", "stream", "error"}
+
+
+# --- the beacon ------------------------------------------------------------------------------
+
+
+class Beacon:
+    """An HTTP server on 127.0.0.1 that records the ``p`` of every request it gets."""
+
+    def __init__(self):
+        self.hits: list[str] = []
+        self.lock = threading.Lock()
+        beacon = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                query = parse_qs(urlparse(self.path).query)
+                with beacon.lock:
+                    beacon.hits.append(query.get("p", [self.path])[0])
+                self.send_response(204)
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def js(self, name: str) -> str:
+        """JavaScript that hits the beacon: no spaces (it must survive an unquoted attribute),
+        and no value (a ``javascript:`` link with a value replaces the page)."""
+        return f"void(document.createElement('img').src='{self.url(name)}')"
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/hit?p={name}"
+
+    def take(self) -> set[str]:
+        with self.lock:
+            hits, self.hits = set(self.hits), []
+        return hits
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --- Chromium over the DevTools protocol -----------------------------------------------------
+
+
+def chromium_path() -> str:
+    path = shutil.which(os.environ.get("CHROMIUM") or "chromium")
+    if not path:
+        pytest.fail(
+            "Chromium not found: the browser test needs Debian's chromium (`make browser-tools` "
+            "installs it as root on Debian/Ubuntu: apt-get install chromium), or CHROMIUM=/path"
+        )
+    return path
+
+
+CLICK_SCRIPT_LINKS = """Array.from(document.querySelectorAll('a[href]'))
+  .filter(a => a.protocol === 'javascript:')
+  .map(a => { a.click(); return a.getAttribute('href').slice(0, 50); })"""
+
+
+class Browser:
+    """Headless Chromium driven through its DevTools protocol (one page)."""
+
+    def __init__(self, tmp: Path):
+        import websocket  # websocket-client, which jupyter_server depends on
+
+        profile = tmp / "chromium-profile"
+        cmd = [
+            chromium_path(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-quic", f"--user-data-dir={profile}", "--remote-debugging-port=0",
+            "about:blank",
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.time() + 60
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if time.time() > deadline or self.proc.poll() is not None:
+                self.close()
+                pytest.fail(f"{cmd[0]} did not start (exit code {self.proc.poll()})")
+            time.sleep(0.1)
+        port = port_file.read_text().split()[0]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+            pages = [t for t in json.load(resp) if t["type"] == "page"]
+        self.ws = websocket.create_connection(
+            pages[0]["webSocketDebuggerUrl"], timeout=60, suppress_origin=True
+        )
+        self.next_id = 0
+
+    def call(self, method: str, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+
+    def eval(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result["result"].get("value")
+
+    def visit(self, url: str, settle: float = 1.5) -> dict:
+        """Open ``url``, let its scripts run, click its ``javascript:`` links, let those run;
+        return what the page showed: its text and the links clicked."""
+        self.call("Page.navigate", url=url)
+        deadline = time.time() + 60
+        while self.eval("document.readyState") != "complete":
+            assert time.time() < deadline, f"{url} did not load"
+            time.sleep(0.2)
+        time.sleep(settle)
+        text = self.eval("document.body ? document.body.innerText : ''") or ""
+        clicked = self.eval(CLICK_SCRIPT_LINKS) or []
+        time.sleep(settle)
+        return {"text": text, "clicked": clicked}
+
+    def blank(self) -> None:
+        self.call("Page.navigate", url="about:blank")
+        time.sleep(0.3)
+
+    def close(self) -> None:
+        if getattr(self, "ws", None) is not None:
+            self.ws.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# --- the hostile submission ------------------------------------------------------------------
+
+
+def hostile(nb: nbformat.NotebookNode, beacon: Beacon) -> nbformat.NotebookNode:
+    """The solved 1_sums with every payload in it (still full marks)."""
+    js = beacon.js
+    for cell in nb.cells:
+        if notebooks.grade_id(cell) == "why_commutative":  # the written answer
+            cell.source += (
+                f"\n\n<script>{js('md-script')}</script>\n\n"
+                f'<img src=x onerror="{js("md-img")}">\n\n'
+                f"[see the proof](javascript:{js('md-link')}) or "
+                f"[this one](jav&#x61;script:{js('md-link-entity')})\n\n"
+                f'```mermaid\ngraph TD\n<img src=x onerror="{js("md-mermaid")}">\n```\n'
+            )
+        elif cell.cell_type == "markdown" and cell.source.startswith("## Summary"):
+            cell.source += f'\n\n<details open ontoggle="{js("md-other")}">more</details>'
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" onload="{js("svg")}"><rect/></svg>'
+    shim = "window.$=window.$||function(){};"  # the feedback page has no jQuery: JS needs $
+    shown = f"<b>shown</b><script>{js('repr-html')}</script>"
+    displays = [  # (MIME bundle, output metadata), each shown with display(..., raw=True)
+        ({"text/html": f"<script>{shim}{js('html-script')}</script>", "text/plain": "H"}, {}),
+        ({"application/javascript": js("javascript"), "text/plain": "<Javascript>"}, {}),
+        ({"image/svg+xml": svg, "text/plain": "<SVG>"}, {}),
+        ({"text/html": f"<svg onload={js('svg-inline')}></svg>"}, {}),
+        ({"text/html": f'<iframe srcdoc="<script>{js("iframe")}</script>"></iframe>'}, {}),
+        ({"text/markdown": f'<img src=x onerror="{js("markdown-output")}">'}, {}),
+        ({"image/png": "bm90IGEgcG5n"}, {"image/png": {"width": f"1 onerror={js('png-width')}"}}),
+        ({"text/html": f"<script>{js('isolated')}</script>"}, {"text/html": {"isolated": True}}),
+        ({"text/html": f'<a href="javascript:{js("html-link")}">a link</a>'}, {}),
+        ({"text/html": f'<p style="background:url({beacon.url("css-url")})">styled</p>'}, {}),
+    ]
+    lines = [
+        "class Shown:",
+        "    def _repr_html_(self):",
+        f"        return {shown!r}",
+        "",
+        "",
+        "display(Shown())",
+        *(f"display({data!r}, raw=True, metadata={meta!r})" for data, meta in displays),
+        f"print({'<script>' + js('stream') + '</script>'!r})",
+        f"raise ValueError({'<img src=x onerror=' + js('error') + '>'!r})",
+    ]
+    code = "\n".join(lines)
+    at = next(i for i, c in enumerate(nb.cells) if c.source.startswith("print("))
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def executed(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` run as it is, outputs and all (the positive control: nothing sanitised)."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.from_dict(nb)
+    NotebookClient(nb, kernel_name="python3", timeout=60, allow_errors=True).execute()
+    return nb
+
+
+# --- the formgrader --------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Formgrader:
+    """``jupyter lab`` in the course directory, as ``make formgrade`` starts it, with a token."""
+
+    def __init__(self, gdir: Path, tmp: Path):
+        self.port, self.token = free_port(), "test-token-" + os.urandom(8).hex()
+        cmd = [
+            str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={gdir}",
+            "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+        ]  # fmt: skip
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        env = {
+            **ENV,
+            "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),
+            "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
+        }
+        self.log = open(tmp / "jupyter.log", "w")  # noqa: SIM115 (closed in close())
+        self.proc = subprocess.Popen(cmd, cwd=gdir, env=env, stdout=self.log, stderr=self.log)
+        deadline = time.time() + 120
+        while self.get("/api/status")[0] != 200:
+            if time.time() > deadline or self.proc.poll() is not None:
+                self.close()
+                pytest.fail(f"jupyter lab did not start: {(tmp / 'jupyter.log').read_text()}")
+            time.sleep(0.5)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
+
+    def get(self, path: str) -> tuple[int, str]:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            headers={"Authorization": f"token {self.token}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, ""
+        except OSError:
+            return 0, ""
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def submission_id(gdir: Path, notebook: str) -> str:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{gdir / 'gradebook.db'}") as gradebook:
+        return gradebook.find_submission_notebook(notebook, "a3", STUDENT).id
+
+
+# --- the test --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def beacon():
+    server = Beacon()
+    yield server
+    server.close()
+
+
+def test_no_student_script_runs_in_feedback_or_formgrader(tmp_path, beacon):
+    browser = Browser(tmp_path)  # first: no Chromium, no grading
+    try:
+        _check(tmp_path, beacon, browser)
+    finally:
+        browser.close()
+
+
+def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
+    root = make_course(tmp_path / "course")
+    src, grading = _sources(root)
+    gdir = grading.root
+    submission = hostile(src.solved("1_sums"), beacon)
+    folder = gdir / "submitted" / STUDENT / "a3"
+    folder.mkdir(parents=True)
+    (folder / "1_sums.ipynb").write_text(nbformat.writes(submission))
+    (folder / "2_words.ipynb").write_text(nbformat.writes(src.solved("2_words")))
+    autograder(root, "grade", "--jobs", "1")
+
+    graded = gdir / "autograded" / STUDENT / "a3" / "1_sums.ipynb"
+    cell = next(c for c in notebooks.read(graded).cells if "class Shown" in c.source)
+    kinds = {o.output_type for o in cell.outputs}
+    kinds |= {mime for o in cell.outputs for mime in o.get("data", {})}
+    assert {"text/html", "text/markdown", "stream", "error"} <= kinds, kinds  # it ran
+    assert not kinds & {"application/javascript", "image/svg+xml"}, kinds  # sanitised
+
+    feedback = gdir / "feedback" / STUDENT / "a3"
+    pages = {p.name: p.as_uri() for p in sorted(feedback.glob("*.html"))}
+    assert set(pages) == {"1_sums.html", "2_words.html", "index.html"}
+    server = Formgrader(gdir, tmp_path)
+    try:
+        sid = submission_id(gdir, "1_sums")
+        status, body = server.get(f"/formgrader/submissions/{sid}/")
+        assert status == 200 and ANSWER_TEXT in body, status
+        pages["formgrader submission"] = server.url(f"/formgrader/submissions/{sid}/")
+        for path in ("gradebook/a3/1_sums", f"manage_students/{STUDENT}/a3"):
+            pages[f"formgrader {path}"] = server.url(f"/formgrader/{path}")
+
+        seen = {}
+        for name, url in pages.items():
+            seen[name] = browser.visit(url)
+            browser.blank()  # after it, so that a late hit still counts for this page
+            seen[name]["hits"] = beacon.take()
+        for name in ("1_sums.html", "formgrader submission"):
+            assert ANSWER_TEXT in seen[name]["text"], f"{name} did not show the submission"
+            assert "<script>void(" in seen[name]["text"], f"{name}: the answer's HTML, as text"
+        ran = {name: sorted(page["hits"]) for name, page in seen.items() if page["hits"]}
+        assert not ran, f"student scripts ran: {ran}"
+        clickable = {name: page["clicked"] for name, page in seen.items() if page["clicked"]}
+        assert not clickable, f"javascript: links left: {clickable}"
+
+        # The control: the same notebook, unsanitised, through the same pages.
+        notebooks.write(executed(submission), graded)
+        nbgrader_dir.nbgrader(grading, "generate_feedback", "a3", "--student", STUDENT, "--force")
+        for name in ("1_sums.html", "formgrader submission"):
+            page = browser.visit(pages[name])
+            browser.blank()
+            hits = beacon.take()
+            assert ANSWER_TEXT in page["text"]
+            missed = LIVE - hits
+            assert not missed, f"control, {name}: {sorted(missed)} did not run ({sorted(hits)})"
+            assert not hits & INERT_ANYWAY, hits
+    finally:
+        server.close()

@@ -264,15 +264,21 @@ def generate_assignment(course: Course, gdir: GradingDir, force: bool = False) -
     return True
 
 
+def formgrade_command(gdir: GradingDir, *options: str) -> list[str]:
+    """The command ``make formgrade`` runs: JupyterLab in ``gdir`` with nbgrader's formgrader,
+    its own pages escaped (``formgrade_server.py``)."""
+    cmd = [sys.executable, "-m", "autograder.formgrade_server", f"--ServerApp.root_dir={gdir.root}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers often run as root
+        cmd.append("--allow-root")
+    return [*cmd, *options]
+
+
 def formgrade(course: Course, demo_class: bool = False) -> int:
     """Start JupyterLab in the course directory, where nbgrader's formgrader (Nbgrader >
     Formgrader) grades the written answers. Blocks until JupyterLab is stopped."""
     gdir = demo(course) if demo_class else real(course)
     generate_assignment(course, gdir)
     print(f"formgrader for {gdir.root}: in JupyterLab, Nbgrader > Formgrader (or open /formgrader)")
-    cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={gdir.root}"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers often run as root
-        cmd.append("--allow-root")
     env = child_env()
     env.pop("COURSE_QUICK")
-    return subprocess.call(cmd, cwd=gdir.root, env=env)
+    return subprocess.call(formgrade_command(gdir), cwd=gdir.root, env=env)

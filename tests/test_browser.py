@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from test_grade import ENV, _sources, autograder, make_course  # noqa: E402
+from test_grade import _sources, autograder, make_course  # noqa: E402
 
 from autograder import nbgrader_dir, notebooks  # noqa: E402
 
@@ -271,15 +272,13 @@ class Formgrader:
 
     def __init__(self, gdir: Path, tmp: Path):
         self.port, self.token = free_port(), "test-token-" + os.urandom(8).hex()
-        cmd = [
-            str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={gdir}",
+        cmd = nbgrader_dir.formgrade_command(
+            nbgrader_dir.GradingDir(gdir, "a3"),
             "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-        ]  # fmt: skip
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd.append("--allow-root")
+        )  # fmt: skip
         env = {
-            **ENV,
+            **nbgrader_dir.child_env(),  # as make formgrade: the autograder importable
             "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),
             "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
         }
@@ -372,6 +371,9 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
         pages["formgrader submission"] = server.url(f"/formgrader/submissions/{sid}/")
         for path in ("gradebook/a3/1_sums", f"manage_students/{STUDENT}/a3"):
             pages[f"formgrader {path}"] = server.url(f"/formgrader/{path}")
+        # a crafted link: nbgrader echoes the path into its page (escaped by formgrade_server)
+        crafted = urllib.parse.quote(f'<img src=x onerror="{beacon.js("crafted-link")}">')
+        pages["formgrader crafted link"] = server.url(f"/formgrader/manage_students/{crafted}")
 
         seen = {}
         for name, url in pages.items():

@@ -268,15 +268,18 @@ def free_port() -> int:
 
 
 class Formgrader:
-    """``jupyter lab`` in the course directory, as ``make formgrade`` starts it, with a token."""
+    """``jupyter lab`` in the course directory, as ``make formgrade`` starts it, with a token
+    (``plain``: nbgrader's own, its pages unescaped: the control)."""
 
-    def __init__(self, gdir: Path, tmp: Path):
+    def __init__(self, gdir: Path, tmp: Path, plain: bool = False):
         self.port, self.token = free_port(), "test-token-" + os.urandom(8).hex()
         cmd = nbgrader_dir.formgrade_command(
             nbgrader_dir.GradingDir(gdir, "a3"),
             "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
         )  # fmt: skip
+        if plain:
+            cmd[1:3] = ["-m", "jupyterlab"]
         env = {
             **nbgrader_dir.child_env(),  # as make formgrade: the autograder importable
             "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),
@@ -372,7 +375,7 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
         for path in ("gradebook/a3/1_sums", f"manage_students/{STUDENT}/a3"):
             pages[f"formgrader {path}"] = server.url(f"/formgrader/{path}")
         # a crafted link: nbgrader echoes the path into its page (escaped by formgrade_server)
-        crafted = urllib.parse.quote(f'<img src=x onerror="{beacon.js("crafted-link")}">')
+        crafted = urllib.parse.quote(f'<img src=x onerror="{beacon.js("crafted-link")}">', safe="")
         pages["formgrader crafted link"] = server.url(f"/formgrader/manage_students/{crafted}")
 
         seen = {}
@@ -401,3 +404,11 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
             assert not hits & INERT_ANYWAY, hits
     finally:
         server.close()
+    # The control of the crafted link: nbgrader's own server runs it.
+    plain = Formgrader(gdir, tmp_path, plain=True)
+    try:
+        browser.visit(plain.url(f"/formgrader/manage_students/{crafted}"))
+        browser.blank()
+        assert "crafted-link" in beacon.take(), "control: the crafted link did not run unescaped"
+    finally:
+        plain.close()

@@ -39,12 +39,14 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class GradeSettings:
-    """The ``[grade]`` table: time limits (seconds) and the number of parallel workers."""
+    """The ``[grade]`` table: time limits (seconds), the number of parallel workers, and
+    whether the static tamper scan runs (a second line: the judge decides every point)."""
 
     cell_timeout: int = 300
     demo_cell_timeout: int = 90
     student_timeout: int = 1800
     jobs: int = 0
+    tamper_scan: bool = True
 
     def workers(self, jobs: int | None = None) -> int:
         """Parallel workers: ``jobs`` if given, else the setting; 0 means one per CPU core."""
@@ -149,8 +151,16 @@ def load(root: Path | str | None = None) -> Course:
             raise ConfigError(f"{path}: set {key} (for example {example!r}), got {value!r}")
         return value
 
+    scan = grade.get("tamper_scan", True)
+    if not isinstance(scan, bool):
+        raise ConfigError(f"{path}: [grade] tamper_scan must be true or false")
     settings = GradeSettings(
-        **{k: int(v) for k, v in grade.items() if k in GradeSettings.__dataclass_fields__}
+        **{
+            k: int(v)
+            for k, v in grade.items()
+            if k in GradeSettings.__dataclass_fields__ and k != "tamper_scan"
+        },
+        tamper_scan=scan,
     )
     if min(settings.cell_timeout, settings.demo_cell_timeout, settings.student_timeout) <= 0:
         raise ConfigError(f"{path}: the [grade] time limits must be positive seconds")

@@ -331,7 +331,9 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         if not STUDENT_ID.fullmatch(student):
             invalid[student] = "student id (folder name) not usable: letters, digits, ._@+- only"
             continue
-        seen, staged = intake.read_student(gdir, student, released, judges)
+        seen, staged = intake.read_student(
+            gdir, student, released, judges, scan=course.grade.tamper_scan
+        )
         seen.fingerprint = intake.stage(gdir, seen, staged)
         fingerprint = _fingerprint(assignment_hash, str(limit), seen.fingerprint)
         before = state.students.get(student)

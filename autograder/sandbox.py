@@ -175,6 +175,7 @@ def shown_paths() -> list[Path]:
 
 
 INSIDE_RUN = "/tmp/.kernel"  # the kernel's connection file and sockets, inside its scratch
+ARGS_FD, CONNECTION_FD = 3, 4  # what bwrap reads its options and the connection file from
 INSIDE_CONNECTION = f"{INSIDE_RUN}/connection.json"
 SOCKET_PREFIX = f"{INSIDE_RUN}/kernel"  # ipc sockets: {SOCKET_PREFIX}-{port}
 
@@ -246,10 +247,12 @@ def kernel_command(
     for path in sorted({Path(p) for p in limits.hide if Path(p).is_dir()}):  # in what is shown
         args += ["--ro-bind", str(empty), str(path)]
     args += ["--perms", "1777", "--dir", INSIDE_RUN]
-    if connection_file is not None:
-        args += ["--ro-bind", str(connection_file), INSIDE_CONNECTION]
+    if connection_file is not None:  # a copy, read from fd 4 (see Sandbox.wrap): no host path
+        args += ["--perms", "0444", "--ro-bind-data", str(CONNECTION_FD), INSIDE_CONNECTION]
     args += ["--perms", "0777", "--dir", SCRATCH, "--chdir", SCRATCH]
-    args += ["--remount-ro", "/", "--clearenv"]  # only the scratch (/tmp) is writable
+    # Only the scratch (/tmp) stays writable: not the sandbox's root, not /dev (a tmpfs that an
+    # unprivileged bwrap would leave to the kernel's user, outside the scratch limit).
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
     for key, value in kernel_env().items():
         args += ["--setenv", key, value]
     if connection_file is not None:
@@ -299,11 +302,12 @@ class Sandbox:
         SandboxKernelManager.sandbox = self
 
     def wrap(self, cmd: list[str], connection_file: str) -> list[str]:
-        """The kernel command, sandboxed; the connection file made readable by the kernel.
-        Isolated, bwrap reads its arguments from a file (``--args``), so the sandbox's process
-        list shows none of the host's paths."""
-        if self.uid is not None and os.path.exists(connection_file):
-            os.chown(connection_file, self.uid, self.uid)
+        """The kernel command, sandboxed; the connection file readable by the kernel.
+        Isolated, bwrap reads its options from a file (``--args``) and copies the connection
+        file in from a descriptor, so neither the sandbox's process list nor its mount table
+        shows a host path of the grader's."""
+        if not self.isolated and self.uid is not None and os.path.exists(connection_file):
+            os.chown(connection_file, self.uid, self.uid)  # read by the kernel in place
         args = kernel_command(
             cmd, self.rundir, self.limits, self.status, self.uid, Path(connection_file)
         )
@@ -312,8 +316,11 @@ class Sandbox:
         end = args.index("--")  # bwrap's options go in the file, the command stays
         argfile = self.rundir / f"bwrap-{uuid.uuid4().hex[:12]}.args"
         argfile.write_bytes(b"".join(a.encode() + b"\0" for a in args[1:end]))
-        shell = 'file="$1"; shift; exec bwrap --args 3 "$@" 3<"$file"'
-        return ["/bin/sh", "-c", shell, "sandbox", str(argfile), *args[end:]]
+        shell = (
+            f'args="$1"; conn="$2"; shift 2; exec bwrap --args {ARGS_FD} "$@" '
+            f'{ARGS_FD}<"$args" {CONNECTION_FD}<"$conn"'
+        )
+        return ["/bin/sh", "-c", shell, "sandbox", str(argfile), connection_file, *args[end:]]
 
     def cleanup(self) -> None:
         shutil.rmtree(self.rundir, ignore_errors=True)

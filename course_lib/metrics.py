@@ -1,5 +1,8 @@
 """Metrics for translation (exact match, character error rate, perplexity) and for
-classification (per-class accuracy, confusion matrix, multi-class Matthews correlation)."""
+classification (per-class accuracy, confusion matrix).
+
+The multi-class Matthews correlation is not here on purpose: students write it in notebook 4
+(``multiclass_mcc``), from the confusion matrix this module computes."""
 
 from __future__ import annotations
 
@@ -65,21 +68,3 @@ def per_class_accuracy(
     cm = confusion_matrix(y_true, y_pred, num_classes)
     support = cm.sum(axis=1)
     return [float(cm[k, k] / support[k]) if support[k] else float("nan") for k in range(len(cm))]
-
-
-def matthews_corrcoef(y_true: Sequence[int], y_pred: Sequence[int]) -> float:
-    """Multi-class Matthews correlation (Gorodkin's R_K), as scikit-learn computes it.
-
-    1 is perfect, 0 no better than chance; 0.0 when it is undefined (one class only).
-    """
-    num_classes = max(max(y_true), max(y_pred)) + 1 if len(y_true) else 0
-    cm = confusion_matrix(y_true, y_pred, num_classes).astype(np.float64)
-    t_k = cm.sum(axis=1)  # true occurrences of each class
-    p_k = cm.sum(axis=0)  # predictions of each class
-    c = np.trace(cm)
-    s = cm.sum()
-    cov_ytyp = c * s - t_k @ p_k
-    cov_ypyp = s * s - p_k @ p_k
-    cov_ytyt = s * s - t_k @ t_k
-    denom = math.sqrt(cov_ytyt * cov_ypyp)
-    return float(cov_ytyp / denom) if denom else 0.0

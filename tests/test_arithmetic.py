@@ -13,8 +13,6 @@ from course_lib.arithmetic import (
     OPERATORS,
     Example,
     all_examples,
-    augment_zero,
-    class_weights,
     label_of,
     make_loader,
     tokenize,
@@ -142,30 +140,12 @@ def test_split_rejects_bad_sizes():
         train_test_split(n_train=800)
 
 
-def test_augment_zero_oversamples_only_zeros():
-    """augment_zero multiplies the zero examples and leaves the others alone."""
-    train, _ = train_test_split()
-    counts = Counter(ex.label for ex in train)
-    augmented = augment_zero(train, factor=5)
-    new_counts = Counter(ex.label for ex in augmented)
-    assert new_counts[1] == 5 * counts[1] > counts[1]
-    assert (new_counts[0], new_counts[2]) == (counts[0], counts[2])
-    assert augmented[: len(train)] == train
-    assert augment_zero(train, factor=1) == train
-    with pytest.raises(ValueError, match="factor"):
-        augment_zero(train, factor=0)
+def test_no_ready_made_answer_to_the_imbalance():
+    """The open question of notebook 4 asks students to handle the rare class themselves."""
+    from course_lib import arithmetic
 
-
-def test_class_weights_favour_rare_classes():
-    """Inverse-frequency weights: rarer class, larger weight; balanced data, all ones."""
-    weights = class_weights(all_examples())
-    assert weights.shape == (3,)
-    assert weights[1] > weights[0] > weights[2]
-    assert torch.allclose(weights, torch.tensor([800 / (3 * 190), 800 / (3 * 21), 800 / (3 * 589)]))
-    balanced = [Example("x", k) for k in (0, 1, 2, 0, 1, 2)]
-    assert torch.allclose(class_weights(balanced), torch.ones(3))
-    with pytest.raises(ValueError, match="zero"):
-        class_weights([Example("x", 0), Example("y", 2)])
+    assert not hasattr(arithmetic, "augment_zero")
+    assert not hasattr(arithmetic, "class_weights")
 
 
 def test_tokenize_shapes_and_mask(tokenizer):

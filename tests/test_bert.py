@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from sklearn.metrics import matthews_corrcoef as sklearn_mcc
 from torch import nn
 
 from course_lib import bert
@@ -25,7 +24,6 @@ from course_lib.bert import (
     predict,
     predict_loader,
     tiny_bert,
-    weighted_classification_loss,
 )
 from course_lib.train import TrainConfig, evaluate_loss, fit
 
@@ -76,7 +74,9 @@ def _no_network(*args, **kwargs):
 
 @pytest.fixture
 def offline(monkeypatch):
-    """Hugging Face offline flags set and every socket connection refused."""
+    """Hugging Face offline flags set and every socket connection refused (not grading, where
+    any name loads the bundled model)."""
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     monkeypatch.setattr(socket, "create_connection", _no_network)
@@ -148,6 +148,46 @@ def test_hub_reachable_gives_up_on_a_hanging_connection(monkeypatch):
     assert time.perf_counter() - start < 2
 
 
+@pytest.fixture
+def recorded_loads(monkeypatch):
+    """Loading records the names asked for instead of reading any weights."""
+    names = []
+
+    def fake_load(auto_class, name):
+        names.append(name)
+        return nn.Linear(1, 1)  # stands in for the model and the tokenizer
+
+    monkeypatch.setattr(bert, "_load", fake_load)
+    return names
+
+
+def test_grading_always_loads_the_bundled_bert(monkeypatch, capsys, recorded_loads):
+    """Under nbgrader (NBGRADER_EXECUTION set) load_bert ignores the name it is given, loads the
+    bundled model (model and tokenizer) and says so in one line."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    load_bert("bert-base-uncased")
+    assert recorded_loads == [BUNDLED, BUNDLED]
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "bundled" in out and "'bert-base-uncased'" in out
+
+    load_bert()  # the bundled model already: no note
+    assert recorded_loads[2:] == [BUNDLED, BUNDLED]
+    assert capsys.readouterr().out == ""
+
+
+def test_outside_grading_load_bert_uses_the_name(monkeypatch, capsys, recorded_loads):
+    """Without NBGRADER_EXECUTION the name given is the model loaded, silently."""
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    load_bert("bert-base-uncased")
+    assert recorded_loads == ["bert-base-uncased", "bert-base-uncased"]
+    assert capsys.readouterr().out == ""
+
+
+def test_no_ready_made_weighted_loss():
+    """Weighting the rare class is a direction of notebook 4's open question: not given."""
+    assert not hasattr(bert, "weighted_classification_loss")
+
+
 def test_tiny_bert_config():
     """tiny_bert builds a small BERT with the requested sizes."""
     torch.manual_seed(0)
@@ -175,28 +215,6 @@ def test_fit_lowers_classification_loss(monkeypatch, tokenizer, examples):
     assert evaluate_loss(model, loader, classification_loss, device="cpu") < 0.8 * before
 
 
-def test_weighted_loss(tokenizer, examples):
-    """Equal weights give the plain loss; weighting a class changes it as cross-entropy says."""
-    torch.manual_seed(0)
-    model = TinyClassifier(tiny_bert()).eval()
-    batch = next(iter(make_loader(examples, tokenizer, batch_size=64, shuffle=False)))
-    plain, n = classification_loss(model, batch)
-    equal, m = weighted_classification_loss(torch.ones(3))(model, batch)
-    assert n == m == 64
-    assert torch.allclose(plain, equal)
-
-    weights = torch.tensor([1.0, 10.0, 0.5])
-    weighted, _ = weighted_classification_loss(weights)(model, batch)
-    with torch.no_grad():
-        logits = model(batch["input_ids"], batch["attention_mask"])
-    per_example = F.cross_entropy(logits, batch["labels"], reduction="none")
-    w = weights[batch["labels"]]
-    assert torch.allclose(weighted, (w * per_example).sum() / w.sum())
-    assert not torch.allclose(weighted, plain)
-    with pytest.raises(ValueError, match="3 class weights"):
-        weighted_classification_loss(torch.ones(2))
-
-
 def test_predict_matches_predict_loader(tokenizer, examples):
     """predict on texts and predict_loader on a loader agree, in the loader's order."""
     torch.manual_seed(1)
@@ -208,8 +226,9 @@ def test_predict_matches_predict_loader(tokenizer, examples):
     assert set(y_pred) <= {0, 1, 2}
 
 
-def test_evaluate_classifier_matches_sklearn(tokenizer):
-    """Accuracy, per-class accuracy, confusion and MCC of crafted predictions are right."""
+def test_evaluate_classifier_on_crafted_predictions(tokenizer):
+    """Accuracy, per-class accuracy and confusion of crafted predictions are right; the report
+    holds no Matthews correlation (notebook 4's exercise) and does not print one."""
     examples = all_examples()[::7]
     # Predict from the first number only: small -> negative, 0 -> zero, large -> positive.
     classes = {w: 0 if i < 5 else 1 if i == 5 else 2 for i, w in enumerate(NUMBER_WORDS)}
@@ -219,8 +238,6 @@ def test_evaluate_classifier_matches_sklearn(tokenizer):
 
     y_true = [ex.label for ex in examples]
     y_pred = [classes[ex.text.split()[0]] for ex in examples]
-    assert report.mcc == pytest.approx(sklearn_mcc(y_true, y_pred))
-    assert 0 < report.mcc < 1
     expected = np.zeros((3, 3), dtype=int)
     for t, p in zip(y_true, y_pred, strict=True):
         expected[t, p] += 1
@@ -229,15 +246,16 @@ def test_evaluate_classifier_matches_sklearn(tokenizer):
     assert report.per_class_accuracy == pytest.approx(list(expected.diagonal() / expected.sum(1)))
 
     text = str(report)
-    for label in ("negative", "zero", "positive", "MCC"):
+    for label in ("negative", "zero", "positive", f"accuracy {report.accuracy:.3f}"):
         assert label in text
-    assert f"{report.mcc:.3f}" in text
+    assert "mcc" not in text.lower() and "matthews" not in text.lower()
+    assert not hasattr(report, "mcc")
 
 
 def test_report_of_perfect_predictions():
-    """Perfect predictions: accuracy 1, MCC 1, a diagonal confusion matrix."""
+    """Perfect predictions: accuracy 1, every class right, a diagonal confusion matrix."""
     report = ClassifierReport.from_predictions([0, 1, 2, 2], [0, 1, 2, 2])
-    assert (report.accuracy, report.mcc) == (1.0, 1.0)
+    assert report.accuracy == 1.0
     assert report.per_class_accuracy == [1.0, 1.0, 1.0]
     np.testing.assert_array_equal(report.confusion, np.diag([1, 1, 2]))
 

@@ -53,10 +53,14 @@ def make_course(tmp: Path, source: Path = FIXTURE, toml: str | None = None) -> P
     return tmp
 
 
-def autograder(root: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-    """``python -m autograder --root ROOT ARGS``, as the Makefile runs it."""
+def autograder(
+    root: Path, *args: str, timeout: int = 1800, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """``python -m autograder --root ROOT ARGS``, as the Makefile runs it (in ``env``)."""
     cmd = [sys.executable, "-m", "autograder", "--root", str(root), *args]
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=env or ENV, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return proc
 
@@ -235,6 +239,12 @@ def write_edge_class(root: Path) -> None:
             )
     hand_in("e7-stuck", {"1_sums.ipynb": _dump(stuck), "2_words.ipynb": full2})
     hand_in("e8-full", {"1_sums.ipynb": full1, "2_words.ipynb": full2})
+    raw = json.loads(full1)  # the cell ids of a notebook edited by another tool
+    raw["nbformat_minor"] = 5
+    for i, cell in enumerate(raw["cells"]):
+        cell["id"] = "bad id!" if i % 2 else "same"
+    hand_in("e9-bad-ids", {"1_sums.ipynb": json.dumps(raw).encode(), "2_words.ipynb": full2})
+    hand_in("e10-many-cells", {"1_sums.ipynb": many_cells(80_000), "2_words.ipynb": full2})
 
 
 EDGE_EXPECTED = {  # student: {notebook: (autograded points, flags)}
@@ -247,6 +257,8 @@ EDGE_EXPECTED = {  # student: {notebook: (autograded points, flags)}
     "e6-duplicate": {"1_sums": (2, "tampered;needs-manual"), "2_words": (2, "ok")},
     "e7-stuck": {"1_sums": (0, "failed;timeout"), "2_words": (0, "failed;timeout")},
     "e8-full": {"1_sums": (2, "needs-manual"), "2_words": (2, "ok")},
+    "e9-bad-ids": {"1_sums": (2, "needs-manual"), "2_words": (2, "ok")},
+    "e10-many-cells": {"1_sums": (0, "failed"), "2_words": (2, "ok")},
 }
 
 
@@ -274,6 +286,7 @@ def test_edge_class_grades(edge_class):
     assert "time limit ran out" in notes[("e7-stuck", "1_sums")]
     assert "student id" in notes[("bad*id", "1_sums")]
     assert rows[("e5-metadata", "1_sums")]["max"] == "3"  # the released points, not the edit
+    assert "more than the 2000 cells" in notes[("e10-many-cells", "1_sums")]
 
 
 def test_killed_worker_leaves_no_kernel_behind(edge_class):
@@ -366,6 +379,33 @@ def test_intake_matches_by_content_only_when_unambiguous():
     assert intake.best_match(both, {"a": a, "b": b}) is None  # a tie is not a match
     assert intake.parse(b"not json")[0] is None
     assert intake.parse(nbformat.writes(a).encode())[0] is not None
+
+
+def many_cells(count: int) -> bytes:
+    """A notebook of ``count`` empty code cells (4 MB for 80,000)."""
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": ""}  # fmt: skip
+    nb = {"cells": [cell] * count, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    return json.dumps(nb).encode()
+
+
+def test_intake_refuses_a_huge_notebook_at_once():
+    data = many_cells(80_000)
+    assert len(data) > 4_000_000
+    nb, why = intake.parse(data)
+    assert nb is None and why == "has 80000 cells, more than the 2000 cells the autograder reads"
+
+
+def test_intake_repairs_invalid_and_repeated_cell_ids():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(str(i)) for i in range(4)])
+    raw = json.loads(nbformat.writes(nb))
+    for cell, cid in zip(raw["cells"], ["ok-1", "ok-1", "bad id!", ""], strict=True):
+        cell["id"] = cid
+    repaired, why = intake.parse(json.dumps(raw).encode())
+    assert why == "" and [c.source for c in repaired.cells] == ["0", "1", "2", "3"]
+    ids = [c.id for c in repaired.cells]
+    assert ids[0] == "ok-1" and len(set(ids)) == 4
+    nbformat.validate(repaired)
 
 
 def test_intake_repairs_what_grading_does_not_need():

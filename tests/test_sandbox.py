@@ -1,14 +1,19 @@
 """Grading safely: a corpus of attack submissions graded by the real pipeline (``make grade``).
 
-A small course of two notebooks: ``1_attention`` (torch, the course_lib checks, five tests of
-one point, each checking the same function a different way) and ``2_secret`` (its solution
-and hidden test carry marker strings). Every attacker hands in notebook 1 with a wrong but
-well-shaped answer (zeros: worth exactly the shape test, 1 point) plus one attack, and
-notebook 2 blank. An honest student, the victim, hands in both solved, with a marker in an
-answer. The tests assert, per attack: notebook 1 scores no more than its honest worth (1),
-the expected flag, no marker in the attacker's outputs, and that the attack really ran; and for
-the class: the victim's grades, submission, the instructor sources and the gradebook are
-intact. See the README's "Grading safely" for what enforces each line of ``ATTACKS``.
+A small course of two notebooks: ``1_attention`` (torch and the course_lib probes; five tests of
+one point, each judged outside the student's kernel on what its probe recorded: the shape, the
+values on the visible inputs, the values on the hidden inputs, a softmax over the keys, a single
+key) and ``2_secret`` (its solution and judge carry marker strings). Every attacker hands in
+notebook 1 with a wrong but well-shaped answer (zeros: worth exactly the shape test, 1 point,
+what the control student ``control-zeros`` gets with no attack) plus one attack, and notebook 2
+blank. An honest student, the victim, hands in both solved, with a marker in an answer. The
+tests assert, per attack: notebook 1 scores no more than the control, the expected flag, no
+marker, no secret of the grader's environment and no host path in the attacker's outputs, and
+that the attack really ran; and for the class: the victim's grades, submission, the instructor
+sources and the gradebook are intact. The attacks that forge a score inside the kernel are
+graded a second time with the tamper scan off (``[grade] tamper_scan = false``), so that they
+run: the judge alone must still give them nothing. See the README's "Grading safely" for what
+enforces each line of ``ATTACKS``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -24,17 +30,18 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from test_grade import ROOT, _sources, autograder, grades, make_course
+from test_grade import ENV, ROOT, _sources, autograder, grades, make_course
 
 from autograder import notebooks, sandbox
 
-MARKERS = ("HIDDEN-MARKER-a3f9c1", "SOLUTION-MARKER-77d2", "VICTIM-MARKER-5521")
+MARKERS = ("JUDGE-MARKER-a3f9c1", "SOLUTION-MARKER-77d2", "VICTIM-MARKER-5521")
+SECRET = "GRADER-TOKEN-0c1d2e"  # exported in the shell that runs `make grade`
 RAN = "ATTACK-RAN"
-HONEST_WORTH = 1.0  # zeros of the right shape pass the shape test only
+HONEST_WORTH = 1.0  # zeros of the right shape pass the shape test only (the control's score)
 TOML = """\
 [course]
 assignment = "a3"
-github_repo = "example-org/sandbox-course"
+github_repo = "nmt-course/sandbox-course"
 branch = "main"
 
 [grade]
@@ -68,31 +75,81 @@ def _code(grade_id: str, source: str, **kw) -> nbformat.NotebookNode:
     return new_code_cell(textwrap.dedent(source).strip() + "\n", metadata=_meta(grade_id, **kw))
 
 
-def _test(grade_id: str, visible: str, hidden: str) -> nbformat.NotebookNode:
+def _test(grade_id: str, visible: str, probe: str) -> nbformat.NotebookNode:
     source = (
         textwrap.dedent(visible).strip()
-        + "\n### BEGIN HIDDEN TESTS\n"
-        + textwrap.dedent(hidden).strip()
+        + "\n### BEGIN HIDDEN TESTS\nfrom course_lib import probe\n\n"
+        + textwrap.dedent(probe).strip()
         + "\n### END HIDDEN TESTS\n"
     )
     return new_code_cell(source, metadata=_meta(grade_id, grade=True, locked=True, points=1))
 
 
-INPUTS = {  # the visible and the hidden inputs of every test of notebook 1
-    "visible": "torch.manual_seed(1)\nq, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)",
-    "hidden": "torch.manual_seed(11)\nq, k = torch.randn(3, 2, 6), torch.randn(3, 7, 6)",
+def _judge(source: str) -> nbformat.NotebookNode:
+    cell = new_code_cell(textwrap.dedent(source).strip() + "\n")
+    cell.metadata["tags"] = ["judge"]
+    return cell
+
+
+INPUTS = {  # name: (seed, (N, k, S, H)) of the visible and the hidden inputs
+    "visible": (1, (2, 3, 5, 4)),
+    "hidden": (11, (3, 2, 7, 6)),
 }
-REF = "ref = torch.softmax(q @ k.transpose(1, 2) / q.shape[-1] ** 0.5, dim=-1)"
-CHECKS = {  # one point each: the same function checked five ways
-    "test_shape": "out = check_shape(attention_weights(q, k), ref.shape, 'the weights')",
-    "test_allclose": "out = attention_weights(q, k)\n"
-    "assert isinstance(out, torch.Tensor), 'a tensor'\n"
-    "assert torch.allclose(out, ref, atol=1e-6), 'weights differ from the reference'",
-    "test_assert_close": "torch.testing.assert_close(attention_weights(q, k), ref)",
-    "test_numpy": "np.testing.assert_allclose(attention_weights(q, k).numpy(), ref.numpy(), "
-    "rtol=1e-5, atol=1e-6)",
-    "test_check_close": "check_close(attention_weights(q, k), ref, 'the weights')",
+PROBE = """
+for name, (seed, (n, k, s, h)) in {inputs}.items():
+    with probe.case(name):
+        q, keys = probe.randn(seed, n, k, h), probe.randn(seed + 1, n, s, h)
+        probe.put("weights", attention_weights(q, keys))
+with probe.case("one key"):
+    probe.put("weights", attention_weights(probe.randn(21, 2, 3, 4), probe.randn(22, 2, 1, 4)))
+"""
+JUDGE_SETUP = """
+import torch
+
+from course_lib import probe
+from course_lib.checks import check_close, check_distribution, check_shape
+from course_lib.judging import check
+
+INPUTS = {inputs}
+
+
+def reference(name):
+    seed, (n, k, s, h) = INPUTS[name]
+    q, keys = probe.randn(seed, n, k, h), probe.randn(seed + 1, n, s, h)
+    return torch.softmax(q @ keys.transpose(1, 2) / h**0.5, dim=-1)  # (N, k, S)
+"""
+CHECKS = {  # one point each: grade id -> judge
+    "test_shape": """
+        @check("the weights have shape (N, k, S)", points=1)
+        def _(record):
+            for name in INPUTS:
+                check_shape(record[f"{name}/weights"], reference(name).shape, "the weights")
+    """,
+    "test_visible": """
+        @check("the weights of the visible inputs", points=1)
+        def _(record):
+            check_close(record["visible/weights"], reference("visible"), "the weights")
+    """,
+    "test_hidden": """
+        @check("the weights of the hidden inputs", points=1)
+        def _(record):
+            check_close(record["hidden/weights"], reference("hidden"), "the weights")
+    """,
+    "test_softmax": """
+        @check("each query's weights sum to 1 over the keys", points=1)
+        def _(record):
+            check_distribution(record["hidden/weights"], dim=2, what="the weights")
+    """,
+    "test_one_key": """
+        @check("a single key gets weight 1", points=1)
+        def _(record):
+            check_close(record["one key/weights"], torch.ones(2, 3, 1), "the weights")
+    """,
 }
+VISIBLE = """
+q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+check_shape(attention_weights(q, k), (2, 3, 5))
+"""
 SETUP = """
 import os
 
@@ -121,16 +178,19 @@ def secret_word():
 
 
 def course_notebooks() -> dict[str, nbformat.NotebookNode]:
-    """The two instructor notebooks (nbgrader source)."""
+    """The two instructor notebooks (nbgrader source, judges included)."""
+    tests = []
+    for gid, judge in CHECKS.items():
+        tests += [_test(gid, VISIBLE, PROBE.format(inputs=INPUTS)), _judge(judge)]
     one = new_notebook(
         cells=[
             new_markdown_cell("# Part 1: attention weights"),
             _code("setup", SETUP, locked=True),
+            _judge(JUDGE_SETUP.format(inputs=INPUTS)),
             _code("attention_weights", SOLUTION_1, solution=True),
-            *[_test(gid, *(f"{INPUTS[k]}\n{REF}\n{check}" for k in ("visible", "hidden")))
-              for gid, check in CHECKS.items()],
+            *tests,
         ]
-    )  # fmt: skip
+    )
     two = new_notebook(
         cells=[
             new_markdown_cell("# Part 2: a secret"),
@@ -139,7 +199,17 @@ def course_notebooks() -> dict[str, nbformat.NotebookNode]:
             _test(
                 "test_secret",
                 "assert isinstance(secret_word(), str)",
-                "# HIDDEN-MARKER-a3f9c1\nassert secret_word() == 'open sesame'",
+                'probe.put("word", secret_word())',
+            ),  # fmt: skip
+            _judge(
+                """
+                from course_lib.judging import check
+
+
+                @check("the password", points=1)
+                def _(record):
+                    assert record["word"] == "open sesame"  # JUDGE-MARKER-a3f9c1
+                """
             ),
         ]
     )
@@ -355,15 +425,170 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         """,
         set(),
     ),
+    # --- forging a score inside the kernel (the judge decides outside it) --------------------
+    "automagic-display-all": (  # IPython's automagic: a %config without %, in its own cell
+        "#%% cell\nconfig ZMQInteractiveShell.ast_node_interactivity = 'all'",
+        {"tampered"},
+    ),
+    "percent-config": (
+        "#%% cell\n%config InteractiveShell.ast_node_interactivity = 'all'",
+        {"tampered"},
+    ),  # fmt: skip
+    "displayhook": (  # every call of the answer shows a result, as a passing cell would
+        """
+        import sys
+        _zeros = attention_weights
+        def attention_weights(queries, keys):
+            sys.displayhook("forged result")
+            return _zeros(queries, keys)
+        """,
+        {"tampered"},
+    ),
+    "shell-singleton-transformer": (  # the shell through its class: blank every test cell
+        """
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        shell.input_transformers_post.append(
+            lambda lines: ["print('blanked')\\n"] if any("probe" in l for l in lines) else lines
+        )
+        """,
+        {"tampered"},
+    ),
+    "event-forged-records": (  # after every cell, records that claim uniform weights
+        """
+        from IPython.core.interactiveshell import InteractiveShell
+        from IPython.display import publish_display_data
+        import course_lib.probe as p
+        def forge(*args):
+            for key, shape in [("visible/weights", (2, 3, 5)), ("hidden/weights", (3, 2, 7)),
+                               ("one key/weights", (2, 3, 1))]:
+                value = p.encode(torch.full(shape, 1.0 / shape[-1]))
+                publish_display_data({p.MIME: {"key": key, "value": value}})
+        InteractiveShell.instance().events.register("pre_run_cell", forge)
+        """,
+        {"tampered"},
+    ),
+    "run-cell-wrapper": (
+        """
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        original = shell.run_cell
+        def run_cell(raw_cell, *args, **kwargs):
+            return original("None" if "probe" in raw_cell else raw_cell, *args, **kwargs)
+        shell.run_cell = run_cell
+        """,
+        {"tampered"},
+    ),
+    "settrace-locals": (  # rewrite what the probe records, on its way out
+        """
+        import sys
+        def tracer(frame, event, arg):
+            if frame.f_code.co_name == "put" and "value" in frame.f_locals:
+                frame.f_locals["value"] = torch.ones(2, 3, 5) / 5
+            return tracer
+        sys.settrace(tracer)
+        """,
+        {"tampered"},
+    ),
+    "code-swap": (  # the probe's put made to record nothing
+        """
+        import course_lib.probe as p
+        p.put.__code__ = (lambda name, value: None).__code__
+        """,
+        {"tampered"},
+    ),
+    "frame-walk-reference": (  # look up the callers' frames for an expected value
+        """
+        import sys
+        _zeros = attention_weights
+        def attention_weights(queries, keys):
+            frame = sys._getframe(1)
+            while frame is not None:
+                for scope in (frame.f_locals, frame.f_globals):
+                    for name in ("ref", "expected", "reference", "expected_weights"):
+                        found = scope.get(name)
+                        if isinstance(found, torch.Tensor):
+                            return found
+                frame = frame.f_back
+            return _zeros(queries, keys)
+        """,
+        {"tampered"},
+    ),
+    "builtins-from-traceback": (
+        """
+        try:
+            1 / 0
+        except ZeroDivisionError as err:
+            err.__traceback__.tb_frame.f_builtins["isinstance"] = lambda *args: True
+        """,
+        {"tampered"},
+    ),
+    "dunder-from-strings": (
+        'setattr(torch.Tensor, "__" + "eq" + "__", lambda a, b: True)',
+        {"tampered"},
+    ),
+    "class-patch": (
+        "torch.zeros(1).__class__.sum = lambda *args, **kwargs: torch.tensor(1.0)",
+        {"tampered"},
+    ),
+    # --- what the kernel can see of the grader's machine ---------------------------------------
+    "read-grader-env": (
+        """
+        print(dict(os.environ))
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    print(pid, open(f"/proc/{pid}/cmdline").read().replace(chr(0), " "))
+                except OSError:
+                    pass
+        print(open("/proc/self/mountinfo").read())
+        """,
+        set(),
+    ),
+    "fill-runtime-folder": (  # the kernel's own runtime folder (its sockets) and everything else
+        """
+        for top in ["/tmp/.kernel", "/tmp/work", "/tmp", "/", "/dev", "/run", os.getcwd()]:
+            written = 0
+            try:
+                with open(os.path.join(top, "fill.bin"), "wb") as fh:
+                    for _ in range(100):
+                        fh.write(b"0" * 2**20)
+                        written += 1
+            except OSError as err:
+                print(top, "refused after", written, "MB", type(err).__name__)
+        """,
+        set(),
+    ),
+    "html-script-output": (  # nothing a student writes may run in the instructor's browser
+        """
+        from IPython.display import HTML, display
+        display(HTML("<script>document.title='PWNED-SCRIPT'</script><b>bold</b>"))
+        """,
+        set(),
+    ),
 }
-LAST = {"eq-trick", "cached-outputs"}  # these redefine the answer: they go after ZEROS
+LAST = {  # these redefine the answer: they go after ZEROS
+    "eq-trick", "cached-outputs", "displayhook", "frame-walk-reference",
+}  # fmt: skip
+FORGERS = [  # forge a score inside the kernel: graded again with the scan off, so they run
+    "automagic-display-all", "percent-config", "displayhook", "shell-singleton-transformer",
+    "event-forged-records", "run-cell-wrapper", "settrace-locals", "code-swap",
+    "frame-walk-reference", "builtins-from-traceback", "dunder-from-strings", "class-patch",
+    "patch-allclose", "patch-checks", "eq-trick", "patch-dynamic",
+]  # fmt: skip
 
 
 def _attack_notebook(src, name: str) -> nbformat.NotebookNode:
+    """Notebook 1 answered with zeros plus the attack ``name`` (in a cell of its own before the
+    answer when it starts with ``#%% cell``: IPython's automagic works on one-line cells)."""
     code, _ = ATTACKS[name]
     body = textwrap.dedent(code).strip()
     nb = nbformat.from_dict(src.released["1_attention"])
     cell = next(c for c in nb.cells if notebooks.grade_id(c) == "attention_weights")
+    if body.startswith("#%% cell\n"):
+        nb.cells.insert(nb.cells.index(cell), new_code_cell(body.split("\n", 1)[1]))
+        cell.source = ZEROS.strip() + f"\nprint({RAN!r})\n"
+        return nb
     parts = [ZEROS.strip(), body] if name in LAST else [body, ZEROS.strip()]
     cell.source = "\n".join(parts) + f"\nprint({RAN!r})\n"
     if name == "slow-cells":  # three cells of 14 s: the 40 s notebook limit stops the third
@@ -377,11 +602,12 @@ def _cache_file(tmp: Path) -> bytes:
     """What a cheater precomputed: the right weights for the visible and hidden inputs."""
     import torch
 
+    from course_lib import probe
+
     cache = {}
-    for inputs in INPUTS.values():
-        scope: dict = {"torch": torch}
-        exec(inputs + "\n" + REF, scope)  # noqa: S102 (the test's own code)
-        cache[tuple(scope["q"].shape)] = scope["ref"]
+    for seed, (n, k, s, h) in INPUTS.values():
+        q, keys = probe.randn(seed, n, k, h), probe.randn(seed + 1, n, s, h)
+        cache[(n, k, h)] = torch.softmax(q @ keys.transpose(1, 2) / h**0.5, dim=-1)
     path = tmp / "expected.pt"
     torch.save(cache, path)
     return path.read_bytes()
@@ -395,41 +621,71 @@ def _digest(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def attacked(tmp_path_factory):
-    """Grade the victim and every attacker; return what the tests look at."""
-    assert sandbox.probe().isolated, f"no sandbox on this machine: {sandbox.probe().reason}"
-    root = make_course(tmp_path_factory.mktemp("attacks"), toml=TOML)
+def _course(tmp: Path, toml: str = TOML):
+    root = make_course(tmp, toml=toml)
     for name, nb in course_notebooks().items():
         nbformat.write(nb, root / "solutions" / "a3" / f"{name}.ipynb")
-    src, gdir = _sources(root)
+    return root, *_sources(root)
 
-    def hand_in(student: str, files: dict[str, bytes]) -> None:
-        folder = gdir.submitted / student / "a3"
-        folder.mkdir(parents=True)
-        for name, data in files.items():
-            (folder / name).write_bytes(data)
 
+def _hand_in(gdir, student: str, files: dict[str, bytes]) -> None:
+    folder = gdir.submitted / student / "a3"
+    folder.mkdir(parents=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+
+
+def _zeros(src) -> nbformat.NotebookNode:
+    nb = nbformat.from_dict(src.released["1_attention"])
+    cell = next(c for c in nb.cells if notebooks.grade_id(c) == "attention_weights")
+    cell.source = ZEROS.strip() + "\n"
+    return nb
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """Grade the victim, the control and every attacker, with a secret exported in the
+    grader's environment; return what the tests look at."""
+    assert sandbox.probe().isolated, f"no sandbox on this machine: {sandbox.probe().reason}"
+    root, src, gdir = _course(tmp_path_factory.mktemp("attacks"))
     victim = src.solved("1_attention")
-    victim.cells[2].source += "# VICTIM-MARKER-5521\n"
+    answer = next(c for c in victim.cells if notebooks.grade_id(c) == "attention_weights")
+    answer.source += "# VICTIM-MARKER-5521\n"
     solved2 = nbformat.writes(src.solved("2_secret")).encode()
-    hand_in("victim", {"1_attention.ipynb": nbformat.writes(victim).encode(),
-                       "2_secret.ipynb": solved2})  # fmt: skip
+    _hand_in(gdir, "victim", {"1_attention.ipynb": nbformat.writes(victim).encode(),
+                              "2_secret.ipynb": solved2})  # fmt: skip
     blank2 = nbformat.writes(src.released["2_secret"]).encode()
+    _hand_in(gdir, "control-zeros", {"1_attention.ipynb": nbformat.writes(_zeros(src)).encode(),
+                                     "2_secret.ipynb": blank2})  # fmt: skip
     cache = _cache_file(tmp_path_factory.mktemp("cache"))
     for name in ATTACKS:
         files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode(),
                  "2_secret.ipynb": blank2}  # fmt: skip
         if name == "cached-outputs":
             files["expected.pt"] = cache
-        hand_in(f"a-{name}", files)
+        _hand_in(gdir, f"a-{name}", files)
     before = {
         "solutions": _digest(root / "solutions"),
         "source": _digest(gdir.source),
         "victim": _digest(gdir.submitted / "victim"),
     }
-    proc = autograder(root, "grade", "--jobs", "2", timeout=1800)
+    env = {**ENV, "GRADER_API_TOKEN": SECRET}
+    proc = autograder(root, "grade", "--jobs", "2", timeout=1800, env=env)
     return root, gdir, before, proc.stdout
+
+
+@pytest.fixture(scope="module")
+def forged(tmp_path_factory):
+    """The score forgers graded with the tamper scan off: their attacks run in the kernel."""
+    toml = TOML.replace("jobs = 2", "jobs = 2\ntamper_scan = false")
+    root, src, gdir = _course(tmp_path_factory.mktemp("forged"), toml=toml)
+    blank2 = nbformat.writes(src.released["2_secret"]).encode()
+    for name in FORGERS:
+        files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode(),
+                 "2_secret.ipynb": blank2}  # fmt: skip
+        _hand_in(gdir, f"a-{name}", files)
+    autograder(root, "grade", "--jobs", "2", timeout=1800)
+    return root, gdir
 
 
 def _outputs(gdir: Path, student: str, name: str) -> str:
@@ -438,6 +694,14 @@ def _outputs(gdir: Path, student: str, name: str) -> str:
     if not path.exists():
         return ""
     return json.dumps([c.get("outputs", []) for c in notebooks.read(path).cells])
+
+
+@pytest.mark.slow
+def test_the_control_gets_the_honest_worth(attacked):
+    root, *_ = attacked
+    rows = grades(root)
+    assert float(rows[("control-zeros", "1_attention")]["autograded"]) == HONEST_WORTH
+    assert rows[("control-zeros", "1_attention")]["flags"] == "ok"
 
 
 @pytest.mark.slow
@@ -454,9 +718,30 @@ def test_attack_gains_nothing(attacked, name):
     if "failed" not in ATTACKS[name][1]:  # a killed kernel leaves no graded copy
         truncated = "output truncated by the autograder" in outputs  # RAN came after the cap
         assert RAN in outputs or "timeout" in flags or truncated, f"{name}: the attack did not run"
-    for marker in MARKERS:
-        assert marker not in outputs, f"{name} read {marker}"
+    feedback = gdir.root / "feedback" / f"a-{name}" / "a3"
+    pages = "".join(p.read_text() for p in feedback.glob("*.html")) if feedback.is_dir() else ""
     assert "NETWORK-REACHED" not in outputs
+    for text in (outputs, pages):  # the pages also show the attack's code: no output strings
+        for marker in MARKERS:
+            assert marker not in text, f"{name} read {marker}"
+        assert SECRET not in text, f"{name}: the grader's environment reached the student"
+        assert str(gdir.root.parent) not in text, f"{name}: a host path of the course is shown"
+        assert "a3-sbx-" not in text, f"{name}: the grader's runtime folder is shown"
+        assert "<script>document.title" not in text, f"{name}: a script reached a page"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FORGERS)
+def test_forged_scores_gain_nothing_without_the_scan(forged, name):
+    """The attack runs in the kernel (no scan) and still gets no more than the control."""
+    root, gdir = forged
+    row = grades(root)[(f"a-{name}", "1_attention")]
+    assert float(row["autograded"]) <= HONEST_WORTH, (name, row)
+    assert "tampered" not in row["flags"], row  # the scan was off: nothing was neutralised
+    outputs = _outputs(gdir, f"a-{name}", "1_attention")
+    assert RAN in outputs or "blanked" in outputs or "failed" in row["flags"], (
+        f"{name}: the attack did not run"
+    )
 
 
 @pytest.mark.slow
@@ -467,6 +752,19 @@ def test_tampering_is_explained(attacked):
     assert "torch.allclose" in notes, notes
     assert "exec" in rows[("a-patch-dynamic", "1_attention")]["notes"]
     assert "the kernel died" in rows[("a-crash-kernel", "1_attention")]["notes"]
+    assert "%config" in rows[("a-automagic-display-all", "1_attention")]["notes"]
+
+
+@pytest.mark.slow
+def test_the_kernel_writes_only_its_scratch(attacked):
+    _, gdir, _, _ = attacked
+    outputs = _outputs(gdir, "a-fill-runtime-folder", "1_attention")
+    for top in ("/tmp/.kernel", "/tmp/work", "/tmp"):  # one size-limited file system (64 MB)
+        assert re.search(rf"{re.escape(top)} refused after \\d+ MB", outputs), outputs[:2000]
+    written = [int(n) for n in re.findall(r"refused after (\\d+) MB", outputs)]
+    assert sum(written) <= 64, written  # the scratch limit holds for the runtime folder too
+    for top in ("/", "/dev", "/run"):
+        assert f"{top} refused after 0 MB" in outputs, outputs[:2000]
 
 
 @pytest.mark.slow
@@ -476,7 +774,7 @@ def test_attacks_leave_the_class_intact(attacked):
     assert float(rows[("victim", "1_attention")]["autograded"]) == 5
     assert float(rows[("victim", "2_secret")]["autograded"]) == 1
     assert rows[("victim", "1_attention")]["flags"] == "ok"
-    assert len({s for s, _ in rows}) == len(ATTACKS) + 1  # every student graded
+    assert len({s for s, _ in rows}) == len(ATTACKS) + 2  # every student graded
     assert before["solutions"] == _digest(root / "solutions")
     assert before["source"] == _digest(gdir.source)
     assert before["victim"] == _digest(gdir.submitted / "victim")
@@ -527,34 +825,73 @@ def test_grading_without_isolation_says_so(tmp_path):
     assert float(rows[("a-patch-allclose", "1_attention")]["autograded"]) <= HONEST_WORTH
 
 
-def test_kernel_command_isolates_and_limits(tmp_path):
+def test_kernel_command_isolates_and_limits(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_API_TOKEN", SECRET)
     (tmp_path / "secret").mkdir()
     hide = (str(tmp_path / "secret"), "/no/such/folder")
     limits = sandbox.Limits(memory_mb=100, processes=7, file_mb=3, scratch_mb=5, hide=hide)
     status = sandbox.Status(isolated=True, unprivileged=True)
-    kernel = ["python", "-m", "ipykernel_launcher", "-f", "conn.json"]
-    cmd = sandbox.kernel_command(kernel, tmp_path / "run", limits, status, uid=61234)
-    assert cmd[0] == "bwrap" and cmd[-len(kernel) :] == kernel
-    assert {"--unshare-net", "--unshare-pid", "--die-with-parent"} <= set(cmd)
+    connection = tmp_path / "run" / "kernel-1.json"
+    kernel = ["python", "-m", "ipykernel_launcher", "-f", str(connection)]
+    cmd = sandbox.kernel_command(kernel, tmp_path / "run", limits, status, 61234, connection)
+    assert cmd[0] == "bwrap"
+    assert cmd[-5:] == [*kernel[:-1], sandbox.INSIDE_CONNECTION]  # the inside path only
+    assert {"--unshare-net", "--unshare-pid", "--die-with-parent", "--clearenv"} <= set(cmd)
     shown = [Path(cmd[i + 1]) for i, arg in enumerate(cmd) if arg in ("--ro-bind", "--bind")]
     assert "/usr" in map(str, shown) and Path(sys.prefix).resolve() in shown
-    # only the system, Python, course_lib and the kernel's own folder: not /, /work, the repo
-    allowed = [Path(p) for p in sandbox.SYSTEM] + sandbox.shown_paths() + [tmp_path / "run"]
+    # only the system, Python, course_lib (and an empty folder over a hidden one): nothing of
+    # the grader's own folders, not even the kernel's runtime folder, is bound
+    allowed = [Path(p) for p in sandbox.SYSTEM] + sandbox.shown_paths() + [tmp_path / "run/empty"]
     assert all(p in allowed for p in shown), shown
+    assert "--bind" not in cmd and str(connection) not in cmd[:-1]
     assert not any(p in (Path("/"), ROOT, ROOT.parent) for p in shown)
+    binds = {cmd[i + 2]: cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--ro-bind"}
+    assert binds[str(tmp_path / "secret")] == str(tmp_path / "run" / "empty")
     tmpfs = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--tmpfs"]
-    assert tmpfs == ["/tmp", str(tmp_path / "secret")]
+    assert tmpfs == ["/tmp"] and cmd[cmd.index("--tmpfs") - 1] == str(5 * 2**20)
+    remounted = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--remount-ro"]
+    assert remounted == ["/dev", "/"]
+    env = {cmd[i + 1]: cmd[i + 2] for i, arg in enumerate(cmd) if arg == "--setenv"}
+    assert env == sandbox.kernel_env() and SECRET not in " ".join(cmd)
     tail = cmd[cmd.index("--", cmd.index("--chdir")) :]
     assert "--reuid=61234" in tail and f"--as={100 * 2**20}" in tail
     assert f"--fsize={3 * 2**20}" in tail and "--nproc=7" in tail
 
 
-def test_kernel_command_without_isolation_keeps_limits(tmp_path):
+def test_the_sandbox_shows_no_host_path_and_no_grader_variable(tmp_path, monkeypatch):
+    """A real kernel-like process in the sandbox: its environment, process list and mount table
+    say nothing of the grader's shell or folders."""
+    if not sandbox.probe().isolated:
+        pytest.fail(f"no sandbox on this machine: {sandbox.probe().reason}")
+    monkeypatch.setenv("GRADER_API_TOKEN", SECRET)
+    box = sandbox.Sandbox(sandbox.Limits(scratch_mb=16))
+    try:
+        connection = box.rundir / "kernel-1.json"
+        connection.write_text('{"transport": "ipc"}')
+        code = (
+            "import os\nprint(open('/tmp/.kernel/connection.json').read())\n"
+            "print(dict(os.environ))\nprint(open('/proc/self/mountinfo').read())\n"
+            "for pid in os.listdir('/proc'):\n    if pid.isdigit():\n"
+            "        print(open(f'/proc/{pid}/cmdline').read())\n"
+        )
+        cmd = box.wrap([sys.executable, "-c", code, "-f", str(connection)], str(connection))
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    finally:
+        box.cleanup()
+    assert '{"transport": "ipc"}' in out  # it ran, and read its connection file
+    assert SECRET not in out and "GRADER_API_TOKEN" not in out
+    assert str(box.rundir) not in out and "a3-sbx-" not in out
+    assert str(tmp_path) not in out
+
+
+def test_kernel_command_without_isolation_keeps_limits(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_API_TOKEN", SECRET)
     limits = sandbox.Limits(memory_mb=100, processes=7, file_mb=3)
     status = sandbox.Status(isolated=False, unprivileged=False, reason="no bwrap")
     cmd = sandbox.kernel_command(["python"], tmp_path, limits, status, uid=None)
-    assert cmd[0] == "prlimit" and "bwrap" not in cmd and cmd[-1] == "python"
-    assert f"--as={100 * 2**20}" in cmd and "--core=0" in cmd
+    assert cmd[:2] == ["env", "-i"] and "bwrap" not in cmd and cmd[-1] == "python"
+    assert "prlimit" in cmd and f"--as={100 * 2**20}" in cmd and "--core=0" in cmd
+    assert SECRET not in " ".join(cmd) and f"HOME={tmp_path / 'home'}" in cmd
     text = "\n".join(status.describe(limits))
     assert "NOT ISOLATED (no bwrap)" in text and "not enforced: process limit" in text
 

@@ -294,7 +294,65 @@ def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
     cells = {notebooks.grade_id(c): c for c in nb.cells if notebooks.is_test(c)}
     for gid, cell in cells.items():
         problems += [f"{spec.name} {gid}: {p}" for p in probe_problems(cell)]
+    problems += [f"{spec.name} {p}" for p in probe_clobbers(nb)]
     return problems
+
+
+def probe_clobbers(nb: NotebookNode) -> list[str]:
+    """Names a probe rebinds that a later cell reads as the notebook defined them: when
+    grading, the probe runs where the visible checks ran for the student, and the later cell
+    (training, a given helper) would read the probe's value instead."""
+    problems = []
+    owner: dict[str, str | None] = {}  # name -> the test whose probe last bound it (None: not)
+    defined: set[str] = set()  # names the notebook's own cells bound
+    for cell in nb.cells:
+        if cell.cell_type != "code" or is_instructor_only(cell):
+            continue
+        test = notebooks.grade_id(cell) if notebooks.is_test(cell) else None
+        source = "\n".join(notebooks.regions(cell).hidden) if test else cell.source
+        try:
+            tree = ast.parse(notebooks.without_markers(source))
+        except SyntaxError:
+            continue
+        stores = _top_level_stores(tree)
+        if test is None:  # a name the cell binds itself (even locally) is bound before it is read
+            names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+            local = {n.id for n in names if not isinstance(n.ctx, ast.Load)}
+            local |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+            loaded = {n.id for n in names} - stores - local
+            for name in sorted(loaded):
+                if owner.get(name) is not None and name in defined:
+                    problems.append(
+                        f"{owner[name]}: its probe rebinds {name!r}, which a later cell reads "
+                        "(use another name in the probe)"
+                    )
+                    owner[name] = None
+        imported = {n for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                    for n in _bound(node)}  # fmt: skip
+        for name in stores - (imported if test else set()):  # re-importing a module is harmless
+            owner[name] = test
+            if test is None:
+                defined.add(name)
+    return problems
+
+
+def _top_level_stores(tree: ast.Module) -> set[str]:
+    """Names bound at module level (not inside functions or classes)."""
+    found: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= _bound(node)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        if not isinstance(node, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def verdicts_to_json(verdicts: dict[str, TestVerdict]) -> dict:

@@ -242,3 +242,20 @@ def test_the_judge_runs_in_its_own_process(tmp_path):
 
 def test_the_probe_mime_type_is_the_judges():
     assert judge.PROBE_MIME == probe.MIME
+
+
+def test_a_probe_must_not_rebind_what_later_cells_read():
+    """When grading, a probe runs where the student ran the visible checks: a name it rebinds
+    must not be one a later cell reads as the notebook defined it."""
+    given = new_code_cell("encoder = make_encoder()\nimport torch")
+    probe_cell = _test_cell(
+        "test_x",
+        '"""x."""\n### BEGIN HIDDEN TESTS\nimport torch\nencoder = 3\nmodel = 4\n'
+        "### END HIDDEN TESTS",
+    )
+    later = new_code_cell("model = train(encoder)\nfor name in names:\n    print(model, torch)")
+    nb = new_notebook(cells=[given, probe_cell, later])
+    assert judge.probe_clobbers(nb) == [
+        "test_x: its probe rebinds 'encoder', which a later cell reads (use another name in the "
+        "probe)"
+    ]

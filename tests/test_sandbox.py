@@ -547,7 +547,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
     ),
     "fill-runtime-folder": (  # the kernel's own runtime folder (its sockets) and everything else
         """
-        for top in ["/tmp/.kernel", "/tmp/work", "/tmp", "/", "/dev", "/run", os.getcwd()]:
+        for top in ["/tmp/.kernel", "/tmp/work", "/tmp", "/", "/dev", "/run"]:
             written = 0
             try:
                 with open(os.path.join(top, "fill.bin"), "wb") as fh:
@@ -739,9 +739,8 @@ def test_forged_scores_gain_nothing_without_the_scan(forged, name):
     assert float(row["autograded"]) <= HONEST_WORTH, (name, row)
     assert "tampered" not in row["flags"], row  # the scan was off: nothing was neutralised
     outputs = _outputs(gdir, f"a-{name}", "1_attention")
-    assert RAN in outputs or "blanked" in outputs or "failed" in row["flags"], (
-        f"{name}: the attack did not run"
-    )
+    broke = {"failed", "timeout"} & set(row["flags"].split(";"))  # it took the kernel down
+    assert RAN in outputs or "blanked" in outputs or broke, f"{name}: the attack did not run"
 
 
 @pytest.mark.slow
@@ -760,8 +759,8 @@ def test_the_kernel_writes_only_its_scratch(attacked):
     _, gdir, _, _ = attacked
     outputs = _outputs(gdir, "a-fill-runtime-folder", "1_attention")
     for top in ("/tmp/.kernel", "/tmp/work", "/tmp"):  # one size-limited file system (64 MB)
-        assert re.search(rf"{re.escape(top)} refused after \\d+ MB", outputs), outputs[:2000]
-    written = [int(n) for n in re.findall(r"refused after (\\d+) MB", outputs)]
+        assert re.search(rf"{re.escape(top)} refused after \d+ MB", outputs), outputs[:2000]
+    written = [int(n) for n in re.findall(r"refused after (\d+) MB", outputs)]
     assert sum(written) <= 64, written  # the scratch limit holds for the runtime folder too
     for top in ("/", "/dev", "/run"):
         assert f"{top} refused after 0 MB" in outputs, outputs[:2000]

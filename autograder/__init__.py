@@ -5,15 +5,21 @@ Built on nbgrader 0.9. The modules, by what they hold:
     config        course.toml and the paths derived from it
     notebooks     reading/writing notebooks, nbgrader cell metadata
     nbgrader_dir  the nbgrader course directories, nbgrader commands, gradebook backups
+    judge         the tests' specs (graded forms, judge cells), the probes' records, verdicts
     release       the student notebooks and bundle, and the checks that guard them
     execute       running one notebook in quick mode (release checks)
+    variants      grading changed answers (known-wrong and other correct ones) without nbgrader
     demo          the demo class: nine kinds of students generated from the solutions
     intake        reading submissions: broken files, renamed notebooks, edited tests
-    worker        grading one student's notebooks in one child process
+    tamper        the static scan of student code (a second line: the judge decides)
+    sandbox       the isolated, limited kernel that runs a student's notebook
+    sanitise      student markup made inert before feedback and the formgrader show it
+    worker        grading one student's notebooks in one child process, then the judge
     grading       the grading run: intake, parallel workers, gradebook, state
-    gradebook     reading scores from (and zeroing failed notebooks in) the gradebook
+    gradebook     reading scores from the gradebook, writing the judge's verdicts into it
     report        grades.csv, the summary table and histogram, per-student HTML pages
-    collect       importing an LMS download zip
+    collect       importing an LMS download zip, per student and per member
+    formgrade_server  JupyterLab for make formgrade, nbgrader's pages escaped
     bench         seconds per student, serial and parallel, against plain nbgrader
 """
 

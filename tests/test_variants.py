@@ -3,8 +3,8 @@ wrong; every other correct implementation keeps full marks. Each variant of a so
 graded as the grader grades a student who handed it in (``autograder/variants.py``: graded
 forms, a fresh kernel in quick mode, the judge), probes only.
 
-The variants of each notebook are in ``tests/variant_sets/``; ``python -m autograder variants``
-prints the same table (points and behaviours lost per variant) for a notebook.
+The variants of each notebook are in ``tests/variant_sets/``; run with ``-s`` to see, per
+notebook, the table of points and behaviours lost per variant.
 """
 
 from __future__ import annotations

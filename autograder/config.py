@@ -47,6 +47,7 @@ class GradeSettings:
     student_timeout: int = 1800
     jobs: int = 0
     tamper_scan: bool = True
+    extra_credit: tuple[str, ...] = ()  # notebooks graded as extra credit (optional parts)
 
     def workers(self, jobs: int | None = None) -> int:
         """Parallel workers: ``jobs`` if given, else the setting; 0 means one per CPU core."""
@@ -154,13 +155,17 @@ def load(root: Path | str | None = None) -> Course:
     scan = grade.get("tamper_scan", True)
     if not isinstance(scan, bool):
         raise ConfigError(f"{path}: [grade] tamper_scan must be true or false")
+    extra = grade.get("extra_credit", [])
+    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
+        raise ConfigError(f"{path}: [grade] extra_credit must be a list of notebook names")
     settings = GradeSettings(
         **{
             k: int(v)
             for k, v in grade.items()
-            if k in GradeSettings.__dataclass_fields__ and k != "tamper_scan"
+            if k in GradeSettings.__dataclass_fields__ and k not in ("tamper_scan", "extra_credit")
         },
         tamper_scan=scan,
+        extra_credit=tuple(extra),
     )
     if min(settings.cell_timeout, settings.demo_cell_timeout, settings.student_timeout) <= 0:
         raise ConfigError(f"{path}: the [grade] time limits must be positive seconds")

@@ -17,8 +17,10 @@ the solution code put into the released notebook and the written answers filled 
     s6-tampered      nb0 solved, but its first test cell edited to check nothing; others solved
     s7-deleted       nb0 solved, but all its test cells deleted; others solved
     s8-renamed       nb0 solved but handed in as "Copy of nb0.ipynb"; others solved
-    s9-invalid-json  nb0 cut in half (not valid JSON); the last notebook not handed in (when
-                     there are two or more); the others solved
+    s9-invalid-json  nb0 cut in half (not valid JSON); the last regular notebook not handed in
+                     (when there are two or more); the others solved
+    s10-no-extra     the regular notebooks solved, none of extra credit handed in (only when
+                     the assignment has extra credit, ``[grade] extra_credit``): loses nothing
 
 The submissions are written to the demo course directory's ``submitted/`` (gitignored).
 """
@@ -53,10 +55,15 @@ class Sources:
 
     source: dict[str, NotebookNode]
     released: dict[str, NotebookNode]
+    optional: tuple[str, ...] = ()  # the notebooks of extra credit
 
     @property
     def names(self) -> list[str]:
         return list(self.released)
+
+    @property
+    def regular(self) -> list[str]:
+        return [n for n in self.names if n not in self.optional]
 
     def solution_cells(self, name: str) -> list[str]:
         """Grade ids of the code cells a student completes, in notebook order."""
@@ -164,9 +171,13 @@ def renamed(src: Sources) -> Files:
 def invalid_json(src: Sources) -> Files:
     data = _dump(src.solved(src.names[0]))
     files = _all(src, data[: len(data) // 2])
-    if len(src.names) > 1:
-        del files[f"{src.names[-1]}.ipynb"]
+    if len(src.regular) > 1:
+        del files[f"{src.regular[-1]}.ipynb"]
     return files
+
+
+def no_extra(src: Sources) -> Files:
+    return {f"{n}.ipynb": _dump(src.solved(n)) for n in src.regular}
 
 
 STUDENTS: list[tuple[DemoStudent, Callable[[Sources], Files]]] = [
@@ -183,20 +194,29 @@ STUDENTS: list[tuple[DemoStudent, Callable[[Sources], Files]]] = [
         invalid_json,
     ),
 ]
+NO_EXTRA = (DemoStudent("s10-no-extra", "the regular notebooks solved, no extra credit"), no_extra)
+
+
+def students(optional: tuple[str, ...]) -> list[tuple[DemoStudent, Callable[[Sources], Files]]]:
+    """The demo class of an assignment whose notebooks ``optional`` are extra credit."""
+    return [*STUDENTS, NO_EXTRA] if optional else list(STUDENTS)
 
 
 def build(course: Course, gdir: GradingDir) -> list[DemoStudent]:
     """Write the demo class into ``gdir.submitted`` (replacing it) from ``gdir``'s source and
     release (``nbgrader_dir.generate_assignment`` must have run)."""
     names = course.notebooks()
+    optional = tuple(n for n in course.grade.extra_credit if n in names)
     src = Sources(
         source={n: notebooks.read(gdir.source / f"{n}.ipynb") for n in names},
         released={n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names},
+        optional=optional,
     )
     if gdir.submitted.exists():
         shutil.rmtree(gdir.submitted)
-    for student, make in STUDENTS:
+    chosen = students(optional)
+    for student, make in chosen:
         folder = gdir.student_dir(gdir.submitted, student.student_id)
         for filename, data in make(src).items():
             notebooks.write_bytes(folder / filename, data)
-    return [s for s, _ in STUDENTS]
+    return [s for s, _ in chosen]

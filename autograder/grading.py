@@ -191,13 +191,14 @@ def run_worker(
 
 def rows_for(
     student: str, run: StudentRun | None, specs: dict[str, notebooks.NotebookSpec],
-    scores: Scores, cell_timeout: int, problem: str = "",
+    scores: Scores, cell_timeout: int, problem: str = "", extra: tuple[str, ...] = (),
 ) -> list[report.Row]:  # fmt: skip
-    """The report rows of one student, from what the intake and worker saw and the gradebook."""
+    """The report rows of one student, from what the intake and worker saw and the gradebook
+    (``extra``: the notebooks graded as extra credit)."""
     rows = []
     taken = intake.StudentIntake.from_dict(run.intake) if run else None
     for name, spec in specs.items():
-        row = report.empty_row(student, spec)
+        row = report.empty_row(student, spec, extra=name in extra)
         rows.append(row)
         if taken is None:
             row.flags.append("failed")
@@ -332,7 +333,12 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             invalid[student] = "student id (folder name) not usable: letters, digits, ._@+- only"
             continue
         seen, staged = intake.read_student(
-            gdir, student, released, judges, scan=course.grade.tamper_scan
+            gdir,
+            student,
+            released,
+            judges,
+            scan=course.grade.tamper_scan,
+            optional=course.grade.extra_credit,
         )
         seen.fingerprint = intake.stage(gdir, seen, staged)
         fingerprint = _fingerprint(assignment_hash, str(limit), seen.fingerprint)
@@ -388,7 +394,9 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     rows: list[report.Row] = []
     for student in everyone:
         run = state.students.get(student)
-        rows += rows_for(student, run, specs, scores, limit, invalid.get(student, ""))
+        rows += rows_for(
+            student, run, specs, scores, limit, invalid.get(student, ""), course.grade.extra_credit
+        )
     write_reports(course, gdir, rows, title=plan.title, log=log)
     seconds = round(time.perf_counter() - start, 1)
     return GradeResult(gdir, rows, todo, skipped, seconds, incomplete)

@@ -364,11 +364,13 @@ def read_student(
     released: dict[str, NotebookNode],
     specs: dict,
     scan: bool = True,
+    optional: tuple[str, ...] = (),
 ) -> tuple[StudentIntake, dict[str, NotebookNode]]:
     """Decide what of ``student``'s submission is graded; return the intake and the notebooks
     to stage (by assignment notebook name): repaired, their locked and test cells put back in
     their graded form (``specs``: ``judge.Spec`` by notebook name), and (``scan``) student code
-    that reaches the test machinery neutralised. Writes nothing."""
+    that reaches the test machinery neutralised. A notebook of ``optional`` (extra credit)
+    that was not handed in gets a note, not the ``missing`` flag. Writes nothing."""
     names = list(released)
     result = StudentIntake(student, {n: NotebookIntake(n) for n in names})
     folder = gdir.student_dir(gdir.submitted, student)
@@ -430,6 +432,8 @@ def read_student(
                 entry.file = guess[0]
                 entry.flag("renamed")
                 entry.flag("failed", f"{guess[0]} is {unreadable.pop(guess[0])}")
+            elif name in optional:
+                entry.notes.append("extra credit: not handed in")
             else:
                 entry.flag("missing", f"no {name}.ipynb handed in")
     result.notes += [f"{f} is {why}: not graded" for f, why in unreadable.items()]

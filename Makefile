@@ -75,21 +75,35 @@ clean:
 #   make release [DRAFT=1]   TAs: check the solutions, write assignments/a3 and the student bundle
 #                            (DRAFT=1: the course.toml repository may be a placeholder)
 #   make grade [JOBS=N]      instructors: grade autograder/submitted/ (the demo class when empty);
-#                            TIMEOUT=S overrides the seconds per cell
+#                            TIMEOUT=S overrides the seconds per cell; SHARD=i/N grades only
+#                            shard i (0 to N-1) of N, in autograder/out/shards/<i>-of-<N>/
+#   make merge [SHARDS=N]    combine the shards into one grades.csv, report and gradebook
+#   make gradescope          build autograder/out/gradescope-autograder.zip (Gradescope)
 #   make collect ZIP=f.zip   import an LMS download zip into autograder/submitted/
 #   make formgrade           JupyterLab with nbgrader's formgrader, for the written answers
+#   make feedback            after formgrade: feedback pages and reports again, from the gradebook
+#   make audit [CELL=id]     TAs: mutation testing of the graded tests (one answer or test cell)
 #   make bench               notebook timings (full mode), then grading seconds per student
-.PHONY: release grade collect formgrade bench
+.PHONY: release grade merge gradescope collect formgrade bench feedback audit
 
 JOBS ?=
 TIMEOUT ?=
+SHARD ?=
+SHARDS ?=
 AUTOGRADER := $(PY) -m autograder
 
 release: $(STAMP)
 	$(AUTOGRADER) release $(if $(JOBS),--jobs $(JOBS)) $(if $(DRAFT),--draft)
 
 grade: $(STAMP)
-	$(AUTOGRADER) grade $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--cell-timeout $(TIMEOUT))
+	$(AUTOGRADER) grade $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--cell-timeout $(TIMEOUT)) \
+	  $(if $(SHARD),--shard $(SHARD))
+
+merge: $(STAMP)
+	$(AUTOGRADER) merge $(if $(SHARDS),--shards $(SHARDS))
+
+gradescope: $(STAMP)
+	$(AUTOGRADER) gradescope --torch $(TORCH_VERSION)
 
 collect: $(STAMP)
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/download.zip" >&2; exit 2; }
@@ -98,6 +112,13 @@ collect: $(STAMP)
 formgrade: $(STAMP)
 	$(AUTOGRADER) formgrade
 
+feedback: $(STAMP)
+	$(AUTOGRADER) feedback
+
+audit: $(STAMP)
+	$(AUTOGRADER) audit $(if $(JOBS),--jobs $(JOBS)) $(if $(CELL),--cell $(CELL))
+
 bench: $(STAMP)
 	$(PY) bench/notebooks.py solutions/a3/*.ipynb
+	$(PY) bench/part5.py
 	$(AUTOGRADER) bench

@@ -1,4 +1,4 @@
-"""The course's autograder: ``python -m autograder release|grade|collect|demo|formgrade|bench``.
+"""The course's autograder: ``python -m autograder release|grade|merge|gradescope|collect|...``.
 
 Built on nbgrader 0.9. The modules, by what they hold:
 
@@ -16,11 +16,17 @@ Built on nbgrader 0.9. The modules, by what they hold:
     sanitise      student markup made inert before feedback and the formgrader show it
     worker        grading one student's notebooks in one child process, then the judge
     grading       the grading run: intake, parallel workers, gradebook, state
+    shards        grading one shard of the class (cluster array jobs) and merging the shards
+    gradescope    the Gradescope autograder zip, and grading one submission in its container
     gradebook     reading scores from the gradebook, writing the judge's verdicts into it
-    report        grades.csv, the summary table and histogram, per-student HTML pages
+    report        grades.csv, canvas.csv (LMS), the summary table and histogram, index pages
+    feedback      the students' feedback pages: tests explained, never shown; written answers
+    classreport   the class report: score distributions, pass rates, failures, flags, seconds
     collect       importing an LMS download zip, per student and per member
     formgrade_server  JupyterLab for make formgrade, nbgrader's pages escaped
     bench         seconds per student, serial and parallel, against plain nbgrader
+    mutants       wrong variants of the solutions, made by AST operators (make audit)
+    audit         make audit: grading the mutants, the kill rate of every graded test
 """
 
 import sys

@@ -1,12 +1,17 @@
-"""The autograder's command line (the Makefile's release, grade, collect, formgrade, bench).
+"""The autograder's command line (the Makefile's release, grade, merge, gradescope, collect,
+formgrade, bench).
 
     python -m autograder [--root DIR] release [--jobs N] [--draft]
     python -m autograder [--root DIR] grade [--jobs N] [--cell-timeout S] [--demo] [--regrade]
-                                            [--student ID ...]
+                                            [--student ID ...] [--shard I/N]
+    python -m autograder [--root DIR] merge [--shards N] [--demo]
+    python -m autograder [--root DIR] gradescope [--torch VERSION]
     python -m autograder [--root DIR] demo
     python -m autograder [--root DIR] collect ZIP
     python -m autograder [--root DIR] formgrade [--demo]
     python -m autograder [--root DIR] bench [--students N]
+    python -m autograder [--root DIR] feedback [--demo]
+    python -m autograder [--root DIR] audit [--cell GRADE_ID] [--jobs N] [--fresh] [--no-confirm]
 
 ``--root`` is the course repository (default: this one); its ``course.toml`` holds the settings.
 """
@@ -33,7 +38,13 @@ def _release(course: config.Course, args: argparse.Namespace) -> int:
 
 def _grade(course: config.Course, args: argparse.Namespace) -> int:
     from .grading import grade
+    from .shards import Shard, ShardError
 
+    try:
+        shard = Shard.parse(args.shard) if args.shard else None
+    except ShardError as err:
+        print(err, file=sys.stderr)
+        return 2
     result = grade(
         course,
         jobs=args.jobs,
@@ -41,10 +52,32 @@ def _grade(course: config.Course, args: argparse.Namespace) -> int:
         demo_class=True if args.demo else None,
         regrade=args.regrade,
         students=args.student or None,
+        shard=shard,
     )
     if result.incomplete:
         print(f"{len(result.incomplete)} student(s) not graded to the end: run it again")
         return 1
+    return 0
+
+
+def _merge(course: config.Course, args: argparse.Namespace) -> int:
+    from .shards import ShardError, merge
+
+    try:
+        result = merge(course, count=args.shards, demo_class=True if args.demo else None)
+    except ShardError as err:
+        print(f"\nNOTHING MERGED\n{err}", file=sys.stderr)
+        return 1
+    if result.incomplete or result.unassigned:
+        print("some students were not graded to the end, or by no shard: see above")
+        return 1
+    return 0
+
+
+def _gradescope(course: config.Course, args: argparse.Namespace) -> int:
+    from .gradescope import build
+
+    build(course, torch_version=args.torch)
     return 0
 
 
@@ -83,6 +116,33 @@ def _bench(course: config.Course, args: argparse.Namespace) -> int:
     return 0
 
 
+def _feedback(course: config.Course, args: argparse.Namespace) -> int:
+    from .grading import rewrite_reports
+
+    try:
+        rewrite_reports(course, demo_class=True if args.demo else None)
+    except FileNotFoundError as err:
+        print(f"nothing graded yet ({err.filename}): run make grade first", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _audit(course: config.Course, args: argparse.Namespace) -> int:
+    from .audit import audit, summary, write
+
+    try:
+        report = audit(
+            course, cell=args.cell, jobs=args.jobs, fresh=args.fresh, confirm=not args.no_confirm
+        )
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
+    write(report, course.out_dir)
+    print(summary(report, course.audit.show))
+    print(f"\nfull report: {course.out_dir / 'audit.md'} (and audit.json)")
+    return 1 if report.weak or report.problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autograder", description=__doc__.split("\n")[0]
@@ -103,7 +163,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--demo", action="store_true", help="grade the demo class")
     p.add_argument("--regrade", action="store_true", help="regrade unchanged submissions too")
     p.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    p.add_argument(
+        "--shard", default=None, metavar="I/N", help="grade shard I of N (0 to N-1): shards.py"
+    )
     p.set_defaults(run=_grade)
+
+    p = sub.add_parser("merge", help="combine the shards of `grade --shard` into one report")
+    p.add_argument("--shards", type=int, default=None, help="N, when shards of several N exist")
+    p.add_argument("--demo", action="store_true", help="the demo class's shards")
+    p.set_defaults(run=_merge)
+
+    p = sub.add_parser("gradescope", help="build autograder/out/gradescope-autograder.zip")
+    p.add_argument("--torch", default="2.13.0", help="the torch version setup.sh pins")
+    p.set_defaults(run=_gradescope)
 
     p = sub.add_parser("demo", help="write the demo class's submissions")
     p.set_defaults(run=_demo)
@@ -119,6 +191,21 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="seconds per student: serial, parallel, plain nbgrader")
     p.add_argument("--students", type=int, default=4)
     p.set_defaults(run=_bench)
+
+    p = sub.add_parser(
+        "feedback", help="rewrite the feedback pages and reports from the gradebook (manual grades)"
+    )
+    p.add_argument("--demo", action="store_true", help="the demo class")
+    p.set_defaults(run=_feedback)
+
+    p = sub.add_parser("audit", help="mutation testing of the graded tests (audit.py)")
+    p.add_argument("--cell", default=None, help="only this answer cell (or the one a test follows)")
+    p.add_argument("--jobs", type=int, default=None, help="kernels in parallel")
+    p.add_argument("--fresh", action="store_true", help="every mutant in a fresh kernel (slow)")
+    p.add_argument(
+        "--no-confirm", action="store_true", help="do not grade survivors again in fresh kernels"
+    )
+    p.set_defaults(run=_audit)
 
     args = parser.parse_args(argv)
     try:

@@ -50,9 +50,57 @@ class GradeSettings:
     extra_credit: tuple[str, ...] = ()  # notebooks graded as extra credit (optional parts)
 
     def workers(self, jobs: int | None = None) -> int:
-        """Parallel workers: ``jobs`` if given, else the setting; 0 means one per CPU core."""
+        """Parallel workers: ``jobs`` if given, else the setting; 0 means one per CPU core
+        this process may use (:func:`usable_cpus`)."""
         n = self.jobs if jobs is None else jobs
-        return n if n > 0 else max(1, os.cpu_count() or 1)
+        return n if n > 0 else usable_cpus()
+
+
+def usable_cpus() -> int:
+    """The CPU cores this process may use: those of its affinity mask (a Slurm allocation),
+    capped by its cgroup's CPU quota (a container's or a Kubernetes pod's CPU limit, a
+    Gradescope container's share), at least 1. ``os.cpu_count()`` counts the whole machine."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    quota = None
+    try:  # cgroup v2: "max 100000" or "150000 100000"
+        limit, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        quota = None if limit == "max" else int(limit) / int(period)
+    except (OSError, ValueError):
+        try:  # cgroup v1
+            limit = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
+            period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+            quota = limit / period if limit > 0 and period > 0 else None
+        except (OSError, ValueError):
+            quota = None
+    if quota is not None:
+        cpus = min(cpus, int(quota))
+    return max(1, cpus)
+
+
+@dataclass(frozen=True)
+class FeedbackSettings:
+    """The ``[feedback]`` table: what the students' feedback pages show (``feedback.py``)."""
+
+    show_test_source: bool = False  # the probes' code: off, so the tests stay reusable
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """The ``[audit]`` table: the mutation audit of the graded tests (``audit.py``)."""
+
+    min_killed: float = 0.0  # an answer cell whose tests catch a smaller share fails make audit
+    cell_timeout: int = 60  # seconds per cell when grading a mutant
+    show: int = 3  # surviving mutants printed per answer cell (all are in out/audit.md)
+
+
+@dataclass(frozen=True)
+class LmsSettings:
+    """The ``[lms]`` table: the gradebook export for the LMS (``report.write_canvas``)."""
+
+    canvas_column: str = ""  # the assignment's column in Canvas ("" : the assignment id)
 
 
 @dataclass(frozen=True)
@@ -67,6 +115,10 @@ class Course:
     collect_pattern: str
     allowed_copies: tuple[str, ...] = ()  # [release] allowed_copies: see course.toml
     sandbox: Limits = Limits()  # [sandbox]: see sandbox.py
+    output_dir: Path | None = None  # reports elsewhere than autograder/out/ (a grading shard)
+    feedback: FeedbackSettings = FeedbackSettings()  # [feedback]: see feedback.py
+    audit: AuditSettings = AuditSettings()  # [audit]: see audit.py
+    lms: LmsSettings = LmsSettings()  # [lms]: see report.write_canvas
 
     @property
     def solutions_dir(self) -> Path:
@@ -88,7 +140,8 @@ class Course:
 
     @property
     def out_dir(self) -> Path:
-        return self.grader_dir / "out"
+        """grades.csv, summary.txt, the bundles: ``autograder/out/`` unless ``output_dir``."""
+        return self.output_dir or self.grader_dir / "out"
 
     @property
     def bundle_path(self) -> Path:
@@ -192,6 +245,7 @@ def load(root: Path | str | None = None) -> Course:
         raise ConfigError(f"{path}: [collect] pattern is not a regular expression: {err}") from err
     if not {"student_id", "file_id"} <= set(groups):
         raise ConfigError(f"{path}: [collect] pattern must name the groups student_id and file_id")
+    feedback, audit, lms = _feedback_audit_lms(data, path)
     return Course(
         root=root,
         assignment=need(course, "assignment", _ASSIGNMENT, "a3"),
@@ -201,4 +255,37 @@ def load(root: Path | str | None = None) -> Course:
         collect_pattern=pattern,
         allowed_copies=tuple(line.strip() for line in allowed),
         sandbox=limits,
+        feedback=feedback,
+        audit=audit,
+        lms=lms,
     )
+
+
+def _feedback_audit_lms(
+    data: dict, path: Path
+) -> tuple[FeedbackSettings, AuditSettings, LmsSettings]:
+    """The ``[feedback]``, ``[audit]`` and ``[lms]`` tables, checked."""
+    tables = {}
+    for name, cls in (("feedback", FeedbackSettings), ("audit", AuditSettings),
+                      ("lms", LmsSettings)):  # fmt: skip
+        table = data.get(name, {})
+        fields = cls.__dataclass_fields__
+        unknown = set(table) - set(fields)
+        if unknown:
+            raise ConfigError(f"{path}: unknown [{name}] settings {sorted(unknown)}")
+        for key, value in table.items():
+            kind = type(getattr(cls(), key))
+            ok = isinstance(value, (int, float)) if kind is float else type(value) is kind
+            if not ok or (kind in (int, float) and value < 0):
+                raise ConfigError(f"{path}: [{name}] {key} must be a {kind.__name__} >= 0")
+        tables[name] = cls(**{k: _kind_cast(cls, k, v) for k, v in table.items()})
+    if tables["audit"].min_killed > 1:
+        raise ConfigError(f"{path}: [audit] min_killed is a share, between 0 and 1")
+    if tables["audit"].cell_timeout <= 0:
+        raise ConfigError(f"{path}: [audit] cell_timeout must be positive seconds")
+    return tables["feedback"], tables["audit"], tables["lms"]
+
+
+def _kind_cast(cls: type, key: str, value: object) -> object:
+    """``value`` as the type of ``cls``'s field ``key`` (an int where a float is expected)."""
+    return float(value) if isinstance(getattr(cls(), key), float) else value

@@ -16,8 +16,9 @@ One run, for the course directory ``gdir`` (``autograder/`` or ``autograder/demo
 5. after each student, record what happened in ``grading-state.json`` (atomically), so a crash
    mid-run keeps every earlier student's grades and state;
 6. read the scores from the gradebook and write ``autograder/out/grades.csv``,
-   ``summary.txt``, a page per student next to nbgrader's HTML feedback, and print the summary
-   table and a histogram.
+   ``canvas.csv``, ``summary.txt``, the class report (``report.html``, ``classreport.py``) and
+   every student's feedback pages (``feedback.py``), and print the summary table and a
+   histogram (``write_reports``; ``make feedback`` runs this step alone: ``rewrite_reports``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -34,12 +34,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import demo, intake, judge, nbgrader_dir, notebooks, report
-from .config import Course
+from .config import Course, usable_cpus
 from .gradebook import Scores, read_scores, zero_notebooks
 from .limits import Limits
 from .nbgrader_dir import GradingDir
+
+if TYPE_CHECKING:
+    from .shards import Shard
 
 # nbgrader matches student ids as glob patterns and uses them as folder names.
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
@@ -207,6 +211,7 @@ def rows_for(
         seen = taken.notebooks[name]
         row.file, row.flags, row.notes = seen.file, list(seen.flags), list(seen.notes)
         done = run.worker.get("notebooks", {}).get(name, {})
+        row.seconds = done.get("seconds")
         if seen.staged and not done.get("graded"):
             row.flags.append("failed")
             if run.killed:
@@ -222,6 +227,7 @@ def rows_for(
             row.notes.append("the judge failed (a fault of the course): run make grade again")
         if not (seen.staged and done.get("graded")):
             continue
+        row.verdicts = dict(done.get("verdicts", {}))
         for gid, verdict in done.get("verdicts", {}).items():
             for item in verdict["checks"]:
                 if not item["passed"]:
@@ -253,12 +259,15 @@ class Plan:
     workers: int
     regrade: bool = False
     students: list[str] | None = None  # None: everyone
+    shard: Shard | None = None  # grade only the students of this shard (see shards.py)
 
     @property
     def title(self) -> str:
         if self.demo:
-            return "the DEMO class (no submissions in autograder/submitted/)"
-        return "submissions"
+            title = "the DEMO class (no submissions in autograder/submitted/)"
+        else:
+            title = "submissions"
+        return f"{title}, shard {self.shard}" if self.shard else title
 
 
 def grade(
@@ -269,26 +278,38 @@ def grade(
     regrade: bool = False,
     students: list[str] | None = None,
     log=print,
+    shard: Shard | None = None,
 ) -> GradeResult:
     """Grade the class (see the module docstring). ``demo_class`` None: the demo class when no
-    real submission exists. ``students``: grade only these (the report still lists everyone)."""
+    real submission exists. ``students``: grade only these (the report still lists everyone).
+    ``shard``: grade only that shard's students, in its own course directory, with its own
+    reports (``shards.py``; ``make merge`` combines the shards)."""
     real = nbgrader_dir.real(course)
     use_demo = demo_class if demo_class is not None else not list_students(real)
     default = course.grade.demo_cell_timeout if use_demo else course.grade.cell_timeout
+    gdir = nbgrader_dir.demo(course) if use_demo else real
+    if shard is not None:
+        from . import shards
+
+        course, gdir = shards.prepare(course, gdir, shard)
     plan = Plan(
-        gdir=nbgrader_dir.demo(course) if use_demo else real,
+        gdir=gdir,
         demo=use_demo,
         cell_timeout=cell_timeout or default,
         workers=course.grade.workers(jobs),
         regrade=regrade,
         students=students,
+        shard=shard,
     )
     log(f"grading {plan.title} in {plan.gdir.root}: {plan.workers} worker(s), "
         f"{plan.cell_timeout} s per cell")  # fmt: skip
     for line in sandbox_lines(course):
         log("  " + line)
     with exclusive(plan.gdir):
-        return grade_plan(course, plan, log)
+        result = grade_plan(course, plan, log)
+        if shard is not None:
+            shards.write_manifest(course, plan, result)
+        return result
 
 
 @contextlib.contextmanager
@@ -309,7 +330,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     """The grading run of ``plan`` (steps 1-6 of the module docstring)."""
     start = time.perf_counter()
     gdir, limit, workers = plan.gdir, plan.cell_timeout, plan.workers
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, usable_cpus() // workers)
     if nbgrader_dir.generate_assignment(course, gdir):
         log("  nbgrader generate_assignment: assignment (re)loaded into the gradebook")
     if plan.demo:
@@ -320,7 +341,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
     assignment_hash = gdir.source_stamp.read_text().strip()
     state = State(gdir)
-    everyone = list_students(gdir)
+    everyone = [s for s in list_students(gdir) if plan.shard is None or plan.shard.owns(s)]
     chosen = everyone if not plan.students else [s for s in everyone if s in plan.students]
     for unknown in set(plan.students or []) - set(everyone):
         log(f"  no submission for student {unknown!r}")
@@ -413,27 +434,57 @@ def sandbox_lines(course: Course) -> list[str]:
 def write_reports(
     course: Course, gdir: GradingDir, rows: list[report.Row], title: str, log=print
 ) -> None:
-    """grades.csv, summary.txt and the per-student pages; print the summary and histogram."""
+    """grades.csv, canvas.csv, summary.txt, the class report (report.html and its PNGs) and
+    every student's feedback pages; print the summary and histogram."""
+    from . import classreport, feedback
+
     course.out_dir.mkdir(parents=True, exist_ok=True)
     report.write_csv(rows, course.out_dir / "grades.csv")
-    for student, srows in report.by_student(rows).items():
-        folder = gdir.student_dir(gdir.feedback, student)
-        files = {
-            r.notebook: f"{r.notebook}.html"
-            for r in srows
-            if (folder / f"{r.notebook}.html").exists()
-        }
-        page = report.student_page(student, srows, files)
-        notebooks.write_bytes(folder / "index.html", page.encode())
+    roster_file = course.grader_dir / "roster.csv"
+    roster = report.read_roster(roster_file) if roster_file.exists() else {}
+    unknown = sorted({r.student for r in rows} - set(roster)) if roster else []
+    if unknown:
+        log(f"  not in {roster_file.name}: {', '.join(unknown)} (canvas.csv names them by login)")
+    column = course.lms.canvas_column or course.assignment
+    report.write_canvas(rows, course.out_dir / "canvas.csv", column, roster)
+    feedback.write_feedback(gdir, rows, show_source=course.feedback.show_test_source)
+    classreport.write_report(rows, course.out_dir, title)
     text = "\n\n".join(
         [
             f"Grades of {title}",
             report.summary_table(rows),
             report.histogram(rows),
             "\n".join(sandbox_lines(course)),
-            f"grades: {course.out_dir / 'grades.csv'}\nfeedback: {gdir.feedback}/<student>/"
-            f"{gdir.assignment}/index.html\nwritten answers: make formgrade",
+            f"grades: {course.out_dir / 'grades.csv'} (Canvas: canvas.csv)\n"
+            f"class report: {course.out_dir / 'report.html'}\nfeedback: {gdir.feedback}/"
+            f"<student>/{gdir.assignment}/index.html\nwritten answers: make formgrade, then "
+            "make feedback",
         ]
     )
     notebooks.write_bytes(course.out_dir / "summary.txt", (text + "\n").encode())
     log(text)
+
+
+def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -> list[report.Row]:
+    """``make feedback``: the reports and every feedback page written again from the gradebook
+    and the last grading run, grading nothing (after manual grading in formgrader: the written
+    answers' grades and comments appear). ``demo_class`` None: as ``grade`` decides."""
+    real = nbgrader_dir.real(course)
+    use_demo = demo_class if demo_class is not None else not list_students(real)
+    gdir = nbgrader_dir.demo(course) if use_demo else real
+    limit = course.grade.demo_cell_timeout if use_demo else course.grade.cell_timeout
+    with exclusive(gdir):
+        names = course.notebooks()
+        specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
+        state = State(gdir)
+        everyone = list_students(gdir)
+        scores = read_scores(gdir.db_url, gdir.assignment, everyone)
+        rows: list[report.Row] = []
+        for student in everyone:
+            usable = STUDENT_ID.fullmatch(student)
+            problem = "" if usable else "student id (folder name) not usable: ._@+- letters, digits"
+            rows += rows_for(student, state.students.get(student), specs, scores, limit,
+                             problem, course.grade.extra_credit)  # fmt: skip
+        title = "the DEMO class" if use_demo else "submissions"
+        write_reports(course, gdir, rows, title=f"{title} (from the gradebook)", log=log)
+    return rows

@@ -1,4 +1,5 @@
-"""What a grading run writes: ``grades.csv``, the summary table and histogram, student pages.
+"""What a grading run writes: ``grades.csv``, ``canvas.csv``, the summary table and histogram,
+the per-student index pages.
 
 ``grades.csv`` has one row per student and notebook (a notebook is one part of the
 assignment)::
@@ -12,6 +13,9 @@ assignment)::
     file                     the file handed in that was graded
     cells                    every graded cell: grade_id=score/max
     notes                    why a flag was raised, in words
+
+``canvas.csv`` is the same grades in the layout of Canvas's gradebook import (see
+:func:`write_canvas` and the README's "Grades into the LMS").
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ class Row:
     notes: list[str] = field(default_factory=list)
     # behaviours the judge found wrong: (test, behaviour, points, why); not in grades.csv
     lost: list[tuple[str, str, float, str]] = field(default_factory=list)
+    # the judge's verdict on each test (grade id -> ``judge.TestVerdict`` as JSON, every check
+    # passed or lost) and the seconds grading the notebook took: for the feedback pages and
+    # the class report, not in grades.csv
+    verdicts: dict[str, dict] = field(default_factory=dict)
+    seconds: float | None = None
 
     @property
     def total(self) -> float:
@@ -182,45 +191,188 @@ FLAG_HELP = {
 }
 
 
-def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) -> str:
-    """A small HTML page for one student: points per notebook, flags explained, links to
-    nbgrader's feedback of each graded notebook (``feedback_files``: notebook -> file name)."""
+# --- HTML pages -------------------------------------------------------------------------------
+
+# The look of every page the autograder writes: inline, so each page is one file that reads the
+# same offline.
+CSS = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f;
+       max-width: 62em; margin: 1.5em auto; padding: 0 1em; }
+h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
+h3 { font-size: 1.05em; margin: 0; }
+table { border-collapse: collapse; margin: .6em 0; }
+th, td { border: 1px solid #d0d0d7; padding: .3em .55em; text-align: left; vertical-align: top; }
+th { background: #f3f3f7; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.muted { color: #666; } .ok { color: #17692f; } .lost { color: #a4161a; }
+.part { color: #8a5a00; }
+.box { border: 1px solid #d0d0d7; border-radius: 6px; padding: .7em 1em; margin: 1em 0; }
+.box.extra { border-style: dashed; }
+.msg { white-space: pre-wrap; font-family: ui-monospace, Menlo, Consolas, monospace;
+       font-size: .88em; }
+.answer { background: #fafafc; border-left: 3px solid #b8b8c8; padding: .2em 1em; }
+.comment { background: #fff8e1; border-left: 3px solid #e0b000; padding: .4em 1em; }
+pre, code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .88em; }
+pre { background: #f6f6f9; padding: .6em; overflow-x: auto; }
+.bar { display: inline-block; height: .8em; background: #4c78a8; vertical-align: middle; }
+.nowrap { white-space: nowrap; }
+.badge { font-size: .8em; border: 1px solid currentColor; border-radius: 3px;
+         padding: 0 .3em; margin-left: .4em; white-space: nowrap; }
+"""
+# Pages made from student content load nothing and run nothing, whatever slipped through.
+STRICT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def html_page(title: str, body: str, csp: str = STRICT_CSP) -> str:
+    """A self-contained HTML page: ``body`` (HTML, already escaped) under ``title`` (text)."""
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
+        f"<body>{body}</body></html>\n"
+    )
+
+
+def _notebook_table(rows: list[Row], feedback_files: dict[str, str]) -> str:
     esc = html.escape
     body = []
     for r in rows:
         link = feedback_files.get(r.notebook)
         name = f'<a href="{esc(link)}">{esc(r.notebook)}</a>' if link else esc(r.notebook)
-        name += " (extra credit)" if r.extra else ""
         flags = "<br>".join(f"<b>{esc(f)}</b>: {esc(FLAG_HELP[f])}" for f in FLAGS if f in r.flags)
         notes = "<br>".join(esc(n) for n in r.notes)
         body.append(
-            f"<tr><td>{name}</td><td>{_num(r.total)} / {_num(r.max)}</td>"
+            f"<tr><td>{name}</td><td class='num'>{_num(r.total)} / {_num(r.max)}</td>"
             f"<td>{flags or 'ok'}</td><td>{notes}</td></tr>"
         )
+    return (
+        "<table><tr><th>notebook</th><th class='num'>points</th><th>flags</th><th>notes</th>"
+        "</tr>" + "".join(body) + "</table>"
+    )
+
+
+def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) -> str:
+    """A small HTML page for one student: points per notebook (extra credit apart), flags
+    explained, the behaviours lost, and links to the feedback page of each notebook
+    (``feedback_files``: notebook -> file name)."""
+    esc = html.escape
     total = sum(r.total for r in regular(rows))
     most = sum(r.max for r in regular(rows))
     bonus = ""
     if extra_credit(rows):
         got = sum(r.total for r in extra_credit(rows))
         bonus = f" and <b>{_num(got)}</b> extra credit (optional parts, apart from the total)"
+    parts = [
+        f"<h1>{esc(student)}</h1><p>Total: <b>{_num(total)} / {_num(most)}</b>{bonus}</p>",
+        _notebook_table(regular(rows), feedback_files),
+    ]
+    if extra_credit(rows):
+        parts += [
+            "<h2>Extra credit (optional parts)</h2><p class='muted'>Points here come on top of "
+            "the total; a part not handed in costs nothing.</p>",
+            _notebook_table(extra_credit(rows), feedback_files),
+        ]
     lost = [
         f"<tr><td>{esc(r.notebook)}</td><td>{esc(test)}</td><td>{esc(what)}</td>"
-        f"<td>{_num(points)}</td><td>{esc(why)}</td></tr>"
+        f"<td class='num'>{_num(points)}</td><td class='msg'>{esc(why)}</td></tr>"
         for r in rows
         for test, what, points, why in r.lost
     ]
-    details = (
-        "<h2>Points lost, by behaviour</h2><table border='1' cellpadding='4'><tr><th>notebook"
-        "</th><th>test</th><th>what was checked</th><th>points</th><th>what went wrong</th></tr>"
-        + "".join(lost)
-        + "</table>"
-        if lost
-        else ""
+    if lost:
+        parts.append(
+            "<h2>Points lost, by behaviour</h2><table><tr><th>notebook</th><th>test</th>"
+            "<th>what was checked</th><th class='num'>points</th><th>what went wrong</th></tr>"
+            + "".join(lost)
+            + "</table>"
+        )
+    parts.append(
+        "<p class='muted'>Each notebook's page says what every test checks, which checks "
+        "passed, and the written answers' grades and comments.</p>"
     )
-    return (
-        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
-        f"<title>{esc(student)}: grades</title></head><body>"
-        f"<h1>{esc(student)}</h1><p>Total: <b>{_num(total)} / {_num(most)}</b>{bonus}</p>"
-        "<table border='1' cellpadding='4'><tr><th>notebook</th><th>points</th><th>flags</th>"
-        "<th>notes</th></tr>" + "".join(body) + "</table>" + details + "</body></html>\n"
-    )
+    return html_page(f"{student}: grades", "".join(parts))
+
+
+# --- the LMS export ---------------------------------------------------------------------------
+
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+ROSTER_COLUMNS = ("student_id", "name", "canvas_id", "sis_user_id", "section")
+
+
+@dataclass(frozen=True)
+class RosterEntry:
+    """What the LMS knows of one student (``autograder/roster.csv``)."""
+
+    name: str = ""
+    canvas_id: str = ""
+    sis_user_id: str = ""
+    sis_login_id: str = ""
+    section: str = ""
+
+
+def canvas_file_name(name: str) -> str:
+    """The name as Canvas writes it at the start of a download's file names (``[collect]
+    pattern``): the sortable name's letters and digits, lower case ("Doe, Jane" -> doejane)."""
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+def read_roster(path: Path) -> dict[str, RosterEntry]:
+    """Our student ids -> what Canvas knows of them, from ``path``: either our layout
+    (``student_id,name,canvas_id,sis_user_id,section``, optionally ``sis_login_id``) or
+    Canvas's own gradebook export (``Student,ID,SIS User ID,SIS Login ID,Section,...``), whose
+    students are known by their SIS Login ID and by the name their download files start with."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        records = list(csv.DictReader(fh))
+    roster: dict[str, RosterEntry] = {}
+    for rec in records:
+        rec = {k.strip(): (v or "").strip() for k, v in rec.items() if k}
+        if "student_id" in rec:
+            if rec["student_id"]:
+                roster[rec["student_id"]] = RosterEntry(
+                    rec.get("name", ""), rec.get("canvas_id", ""), rec.get("sis_user_id", ""),
+                    rec.get("sis_login_id", ""), rec.get("section", ""),
+                )  # fmt: skip
+            continue
+        name = rec.get("Student", "")
+        if not rec.get("ID") or name.lower() in ("points possible", "student, test"):
+            continue  # Canvas's points row and its test student
+        entry = RosterEntry(name, rec["ID"], rec.get("SIS User ID", ""),
+                            rec.get("SIS Login ID", ""), rec.get("Section", ""))  # fmt: skip
+        for key in (entry.sis_login_id, canvas_file_name(name)):
+            if key:
+                roster.setdefault(key, entry)
+    return roster
+
+
+def canvas_rows(
+    rows: list[Row], column: str, roster: dict[str, RosterEntry] | None = None
+) -> list[list[str]]:
+    """Canvas's gradebook import: a header, the points possible, then one row per student with
+    the assignment's points in ``column``: the regular notebooks' total plus any extra credit
+    (Canvas takes a score above the points possible as extra credit). Without a roster entry
+    a student is named by our id, which is also their SIS Login ID."""
+    roster = roster or {}
+    students = by_student(rows)
+    most = max((sum(r.max for r in regular(s)) for s in students.values()), default=0.0)
+    table = [[*CANVAS_COLUMNS, column], ["Points Possible", "", "", "", "", _points(most)]]
+    for student, srows in students.items():
+        known = roster.get(student, RosterEntry())
+        total = sum(r.total for r in srows)  # regular + extra credit
+        table.append([
+            known.name or student, known.canvas_id, known.sis_user_id,
+            known.sis_login_id or student, known.section, _points(total),
+        ])  # fmt: skip
+    return table
+
+
+def _points(x: float) -> str:
+    return f"{round(x, 4):g}"
+
+
+def write_canvas(
+    rows: list[Row], path: Path, column: str, roster: dict[str, RosterEntry] | None = None
+) -> None:
+    """Write :func:`canvas_rows` to ``path`` (CSV, atomically)."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(canvas_rows(rows, column, roster))
+    notebooks.write_bytes(path, buf.getvalue().encode())

@@ -1,8 +1,8 @@
 """Student content made inert before any page shows it (feedback HTML, the formgrader).
 
-nbgrader's feedback page (``GenerateFeedback``) and the formgrader's view of a submission
-(``make formgrade``, served by the instructor's logged-in Jupyter server) both render the
-*autograded* notebook with nbconvert templates that trust it: markdown goes through
+The formgrader's view of a submission (``make formgrade``, served by the instructor's
+logged-in Jupyter server) renders the *autograded* notebook with nbconvert templates that
+trust it, and the feedback pages (``feedback.py``) show its written answers: markdown goes through
 ``markdown2html`` with raw HTML passed on, ``text/html`` and ``application/javascript`` outputs
 are written into the page as they are, some metadata lands in unquoted attributes. Everything
 in that notebook is the student's: any markdown cell (they can edit them all), the outputs of

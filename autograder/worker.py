@@ -14,13 +14,14 @@
    judge fails, the notebooks are scored 0 and the student is left unfinished (``done``
    false), so the next ``make grade`` grades them again.
 3. Zeroes in the gradebook the assignment notebooks that were not graded (missing or failed:
-   nbgrader would leave them looking like "needs manual grading"), then writes the student's
-   HTML feedback.
+   nbgrader would leave them looking like "needs manual grading"). No nbgrader feedback: its
+   pages show every test cell's source (the probes); ``feedback.py`` writes the feedback pages
+   from the verdicts (``grading.write_reports``).
 
 Progress goes to ``FILE`` (JSON, rewritten after every step, so a killed worker still says
 what it finished)::
 
-    {"student": str, "done": bool, "feedback": bool, "judge_error": str, "judge_seconds": float,
+    {"student": str, "done": bool, "judge_error": str, "judge_seconds": float,
      "notebooks": {name: {"graded": bool, "error": str, "timeouts": [grade ids or cell
                    numbers], "seconds": float, "verdicts": {grade id: verdict}}}}
 
@@ -99,13 +100,13 @@ def grade_student(
 
 
 def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) -> dict:
-    from nbgrader.converters import Autograde, GenerateFeedback
+    from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
 
     coursedir = CourseDirectory(config=cfg)
     staged = sorted(p.stem for p in (root / "intake" / student / assignment).glob("*.ipynb"))
     released = sorted(p.stem for p in (root / "release" / assignment).glob("*.ipynb"))
-    result: dict = {"student": student, "done": False, "feedback": False, "notebooks": {}}
+    result: dict = {"student": student, "done": False, "notebooks": {}}
 
     def save() -> None:
         notebooks.write_bytes(result_file, json.dumps(result, indent=1).encode())
@@ -150,13 +151,6 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     ungraded = [n for n in released if not result["notebooks"].get(n, {}).get("graded")]
     if ungraded:
         zero_notebooks(coursedir.db_url, assignment, student, ungraded)
-    coursedir.notebook_id = "*"
-    if any(e["graded"] for e in result["notebooks"].values()):
-        try:
-            GenerateFeedback(coursedir=coursedir, config=cfg).start()
-            result["feedback"] = True
-        except Exception:
-            traceback.print_exc()
     result["done"] = True
     save()
     return result

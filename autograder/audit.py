@@ -1,0 +1,561 @@
+"""``make audit``: how strong are the graded tests? Mutation testing of the solutions.
+
+For every answer cell of ``solutions/<a>/*.ipynb`` that graded tests follow, ``mutants.py``
+makes wrong variants (mutants: operands swapped, a term dropped, a dimension moved, a
+transpose, an activation swapped, a scaling left out, a mask shifted, an earlier variable
+returned). Each mutant is graded as the grader grades a student who handed it in: the tests in
+their graded form (docstring and probe), probes only (``variants.py``), quick mode, a kernel
+of its own process, then the judge. The audit reports, per answer cell and per graded test
+cell, how many mutants were tried and the share that lose points (*killed*), and lists the
+mutants that lose none (*survivors*) as diffs: each is a wrong answer that would get full
+marks, or a program equivalent to the solution (``dim=-1`` for ``dim=1`` on a 2-D tensor):
+read them. ``[audit] min_killed`` in ``course.toml`` makes the command fail when the tests of
+an answer cell catch a smaller share.
+
+    python -m autograder audit [--cell GRADE_ID] [--jobs N] [--fresh] [--no-confirm]
+
+The runner (the 15-minute target on 2 cores). Starting a kernel and running a notebook's setup
+(torch, BERT's tokenizer) costs seconds, grading one mutant's tests a fraction of one. So each
+job runs one kernel for a batch of mutants of one answer cell: it runs the cells above the
+answer once, snapshots the kernel's namespace and random states, and then for each mutant
+restores that snapshot (names bound since removed, the rest rebound) and runs the mutated
+answer and every later graded, locked and answer cell up to the last test (what the grader
+runs, probes only), and the judge decides on the probes' records. A mutant that kills the
+kernel or runs past ``[audit] cell_timeout`` is scored as the grader would score it (0 for the
+tests that did not finish) and the kernel is restarted. The trade-off: state the snapshot does
+not cover (a module changed in place, a class attribute) could leak from one mutant to the
+next. Two guards: the solution runs first and last in every kernel and must keep full marks,
+and every survivor is graded again in a fresh kernel (``variants.grade_variants``, the exact
+pipeline) before it is reported (``--no-confirm`` skips that; ``--fresh`` grades every mutant
+that way: exact, ten times slower).
+
+Output: the table on stdout, ``autograder/out/audit.md`` (the table and every survivor's diff)
+and ``audit.json`` (every mutant and the tests it lost points at).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from . import judge, mutants, notebooks, variants
+from .config import Course
+
+BATCH = 30  # mutants per kernel at most
+SAVE = """def __a3_audit_install():
+    import random
+    import sys
+    import types
+
+    state = types.ModuleType("__a3_audit__")
+
+    def rng():
+        found = {"random": random.getstate()}
+        if "numpy" in sys.modules:
+            found["numpy"] = sys.modules["numpy"].random.get_state()
+        if "torch" in sys.modules:
+            found["torch"] = sys.modules["torch"].random.get_rng_state()
+        return found
+
+    def save(ns):
+        state.ns, state.rng = dict(ns), rng()
+
+    def restore(ns):
+        ns.clear()
+        ns.update(state.ns)
+        random.setstate(state.rng["random"])
+        if "numpy" in state.rng:
+            sys.modules["numpy"].random.set_state(state.rng["numpy"])
+        if "torch" in state.rng:
+            sys.modules["torch"].random.set_rng_state(state.rng["torch"])
+        probe = sys.modules.get("course_lib.probe")
+        if probe is not None:
+            probe._local.clear()
+
+    state.save, state.restore = save, restore
+    sys.modules["__a3_audit__"] = state
+
+
+__a3_audit_install()
+del __a3_audit_install
+__import__("__a3_audit__").save(globals())
+"""
+RESTORE = '__import__("__a3_audit__").restore(globals())\n'
+
+
+# --- grading mutants in a shared kernel (the child process) -----------------------------------
+
+
+def _base_notebook(solution: NotebookNode, spec: judge.Spec) -> NotebookNode:
+    """What the grader runs for the solution (graded forms, probes only)."""
+    return variants.student_notebook(solution, spec, variants.Variant("solution"), True)
+
+
+class SharedKernel:
+    """One kernel that grades many versions of one answer cell (see the module docstring)."""
+
+    def __init__(self, job: dict, scratch: Path):
+        from nbclient import NotebookClient
+
+        from .execute import TIMEOUT_ERROR
+
+        self.spec = judge.Spec.from_json(job["spec"])
+        self.nb = notebooks.nbformat.from_dict(job["notebook"])
+        ids = [notebooks.grade_id(c) for c in self.nb.cells]
+        self.answer = ids.index(job["cell"])
+        self.last = max(i for i, c in enumerate(self.nb.cells) if notebooks.is_test(c))
+        self.nb.cells += [
+            notebooks.nbformat.v4.new_code_cell(SAVE),
+            notebooks.nbformat.v4.new_code_cell(RESTORE),
+        ]
+        self.save_at, self.restore_at = len(self.nb.cells) - 2, len(self.nb.cells) - 1
+        self.checks = judge.collect_checks(self.spec)
+        self.client = NotebookClient(
+            self.nb,
+            timeout=job["timeout"],
+            kernel_name="python3",
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            error_on_timeout=TIMEOUT_ERROR,
+            resources={"metadata": {"path": str(scratch)}},
+        )
+        self.stack = contextlib.ExitStack()
+
+    def start(self) -> None:
+        """A fresh kernel that ran every cell above the answer, its state saved."""
+        self.stack.close()
+        self.stack = contextlib.ExitStack()
+        self.stack.enter_context(self.client.setup_kernel())
+        for i in [*range(self.answer), self.save_at]:
+            self.client.execute_cell(self.nb.cells[i], i)
+
+    def close(self) -> None:
+        self.stack.close()
+
+    def grade(self, source: str) -> dict:
+        """Grade the answer cell with ``source``: per test, its score and the checks lost."""
+        from nbclient.exceptions import DeadKernelError
+
+        from course_lib import judging
+
+        self.nb.cells[self.answer].source = source
+        for cell in self.nb.cells[self.answer : self.last + 1]:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        error = ""
+        try:
+            self.client.execute_cell(self.nb.cells[self.restore_at], self.restore_at)
+            for i in range(self.answer, self.last + 1):
+                self.client.execute_cell(self.nb.cells[i], i)
+        except DeadKernelError:
+            error = "the kernel died"
+        except Exception as err:  # a kernel that stops answering: grade what ran, restart
+            error = f"{type(err).__name__}: {err}"[:300]
+        records = judge.records_of(self.nb)
+        scores, lost = {}, {}
+        for gid, test in self.spec.tests.items():
+            record = records.get(gid) or judging.Record(status="not run")
+            results = judging.evaluate(self.checks.get(gid, []), record)
+            scores[gid] = round(min(sum(r.score for r in results), test.points), 6)
+            lost[gid] = [r.description for r in results if not r.passed]
+        if error:
+            self.start()
+        return {"scores": scores, "lost": lost, "error": error}
+
+
+def run_job(job: dict) -> dict:
+    """Grade the solution, then every mutant of ``job``, then the solution again, in one
+    kernel; return ``{"baseline": [first, last], "results": [...]}``."""
+    with tempfile.TemporaryDirectory(prefix="a3-audit-") as scratch:
+        kernel = SharedKernel(job, Path(scratch))
+        try:
+            kernel.start()
+            first = kernel.grade(job["original"])
+            results = [{"id": m["id"], **kernel.grade(m["source"])} for m in job["mutants"]]
+            last = kernel.grade(job["original"])
+        finally:
+            kernel.close()
+    return {"baseline": [first, last], "results": results}
+
+
+# --- the audit --------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one mutant scored: per test, its score and the checks it lost."""
+
+    mutant: mutants.Mutant
+    scores: dict[str, float] = field(default_factory=dict)
+    lost: dict[str, list[str]] = field(default_factory=dict)
+    error: str = ""  # how its run ended early, if it did (scored as the grader scores that)
+    confirmed: bool | None = None  # a survivor graded again in a fresh kernel: still full marks
+    ungraded: str = ""  # the audit itself failed to grade it (counts neither way)
+
+    def killed_at(self, test: str, points: float) -> bool:
+        return self.scores.get(test, 0.0) < points - 1e-9
+
+    def to_dict(self, points: dict[str, float]) -> dict:
+        return {
+            **self.mutant.to_dict(),
+            "killed_at": [t for t in self.scores if self.killed_at(t, points[t])],
+            "lost": {t: d for t, d in self.lost.items() if d},
+            "error": self.error,
+            "confirmed": self.confirmed,
+            "ungraded": self.ungraded,
+        }
+
+
+@dataclass
+class AnswerAudit:
+    """The audit of one answer cell: its mutants' outcomes, judged by its tests."""
+
+    answer: mutants.Answer
+    points: dict[str, float]  # every test of the notebook -> its points
+    outcomes: list[Outcome] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the runner's own failures
+
+    @property
+    def graded(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.ungraded]
+
+    def killed(self, test: str) -> int:
+        return sum(o.killed_at(test, self.points[test]) for o in self.graded)
+
+    def killed_by_own(self, outcome: Outcome) -> bool:
+        return any(outcome.killed_at(t, self.points[t]) for t in self.answer.tests)
+
+    def killed_anywhere(self, outcome: Outcome) -> bool:
+        return any(outcome.killed_at(t, p) for t, p in self.points.items())
+
+    @property
+    def rate(self) -> float:
+        """The share of mutants that lose points at the answer's own tests."""
+        graded = self.graded
+        return sum(self.killed_by_own(o) for o in graded) / len(graded) if graded else 1.0
+
+    @property
+    def survivors(self) -> list[Outcome]:
+        return [o for o in self.graded if not self.killed_anywhere(o)]
+
+    @property
+    def caught_later(self) -> list[Outcome]:
+        """Mutants its own tests miss but a later test catches."""
+        return [o for o in self.graded if not self.killed_by_own(o) and self.killed_anywhere(o)]
+
+
+@dataclass
+class AuditReport:
+    """Everything one ``make audit`` found."""
+
+    answers: list[AnswerAudit]
+    seconds: float
+    workers: int
+    min_killed: float
+    cell: str | None = None
+    fresh: bool = False
+
+    @property
+    def mutants(self) -> int:
+        return sum(len(a.outcomes) for a in self.answers)
+
+    @property
+    def weak(self) -> list[AnswerAudit]:
+        """Answer cells whose tests catch less than ``min_killed`` of their mutants."""
+        return [a for a in self.answers if a.rate < self.min_killed - 1e-9]
+
+    @property
+    def problems(self) -> list[str]:
+        return [p for a in self.answers for p in a.problems]
+
+
+def _batches(items: list, workers: int) -> list[list]:
+    """``items`` cut into batches of at most ``BATCH``, at least ``workers`` when there are."""
+    if not items:
+        return []
+    count = max(math.ceil(len(items) / BATCH), min(workers, len(items)))
+    size = math.ceil(len(items) / count)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _run_child(job: dict, wall: float) -> dict:
+    """``run_job(job)`` in a child process (``python -m autograder.audit JOB RESULT``)."""
+    from .nbgrader_dir import child_env
+
+    with tempfile.TemporaryDirectory(prefix="a3-audit-job-") as tmp:
+        job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
+        job_file.write_text(json.dumps(job))
+        cmd = [sys.executable, "-m", "autograder.audit", str(job_file), str(result_file)]
+        try:
+            proc = subprocess.run(
+                cmd, env=child_env(1), capture_output=True, text=True, timeout=wall
+            )
+        except subprocess.TimeoutExpired:
+            return {"failed": f"the audit job did not finish in {wall:.0f} s"}
+        if proc.returncode != 0 or not result_file.exists():
+            return {
+                "failed": f"the audit job failed (exit {proc.returncode}): {proc.stderr[-1500:]}"
+            }
+        return json.loads(result_file.read_text())
+
+
+def _select(
+    course: Course, cell: str | None
+) -> list[tuple[NotebookNode, judge.Spec, mutants.Answer]]:
+    """The answer cells to audit: every one that tests follow, or the one ``cell`` names (an
+    answer cell, or a test cell: the answer it follows)."""
+    from .nbgrader_dir import stamped_solution
+
+    chosen = []
+    for name in course.notebooks():
+        solution = stamped_solution(course, name)
+        spec = judge.spec_of(solution, name)
+        for answer in mutants.answers(solution, name):
+            if cell is None or cell == answer.cell or cell in answer.tests:
+                chosen.append((solution, spec, answer))
+    if cell is not None and not chosen:
+        raise ValueError(f"no answer cell or graded test cell {cell!r} in {course.solutions_dir}")
+    return chosen
+
+
+def audit(
+    course: Course,
+    cell: str | None = None,
+    jobs: int | None = None,
+    fresh: bool = False,
+    confirm: bool = True,
+    log=print,
+) -> AuditReport:
+    """Grade the mutants of every answer cell (or of ``cell``), ``jobs`` kernels at a time."""
+    start = time.perf_counter()
+    workers = course.grade.workers(jobs)
+    timeout = course.audit.cell_timeout
+    audits: list[AnswerAudit] = []
+    work: list[tuple[AnswerAudit, dict]] = []
+    for solution, spec, answer in _select(course, cell):
+        found = mutants.mutants_of_cell(answer.source, answer.notebook, answer.cell)
+        points = {gid: t.points for gid, t in spec.tests.items()}
+        entry = AnswerAudit(answer, points, [Outcome(m) for m in found])
+        audits.append(entry)
+        if fresh or not found:
+            continue
+        base = _base_notebook(solution, spec)
+        for batch in _batches(entry.outcomes, workers):
+            job = {
+                "spec": spec.to_json(),
+                "notebook": base,
+                "cell": answer.cell,
+                "original": notebooks.without_markers(answer.source),
+                "mutants": [
+                    {"id": o.mutant.id, "source": notebooks.without_markers(o.mutant.source)}
+                    for o in batch
+                ],
+                "timeout": timeout,
+            }
+            work.append((entry, job))
+    log(
+        f"audit: {sum(len(a.outcomes) for a in audits)} mutants of {len(audits)} answer "
+        f"cell(s), {workers} worker(s)" + (" (fresh kernels)" if fresh else "")
+    )
+
+    def one(item: tuple[AnswerAudit, dict]) -> None:
+        entry, job = item
+        wall = 120 + len(job["mutants"]) * 10 * timeout
+        result = _run_child(job, wall)
+        by_id = {o.mutant.id: o for o in entry.outcomes}
+        if "failed" in result:
+            entry.problems.append(
+                f"{entry.answer.notebook} {entry.answer.cell}: {result['failed']}"
+            )
+            for m in job["mutants"]:
+                by_id[m["id"]].ungraded = result["failed"][:200]
+            return
+        for moment, base in zip(("before", "after"), result["baseline"], strict=True):
+            short = [t for t, s in base["scores"].items() if s < entry.points[t] - 1e-9]
+            if short or base["error"]:
+                entry.problems.append(
+                    f"{entry.answer.notebook} {entry.answer.cell}: the solution lost points "
+                    f"at {', '.join(short) or base['error']} {moment} the mutants (shared kernel)"
+                )
+        for item_result in result["results"]:
+            outcome = by_id[item_result["id"]]
+            outcome.scores, outcome.lost = item_result["scores"], item_result["lost"]
+            outcome.error = item_result["error"]
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, work))
+    if fresh:
+        for entry in audits:
+            _grade_fresh(course, entry, entry.outcomes, workers)
+    elif confirm:
+        for entry in audits:
+            survivors = entry.survivors
+            if survivors:
+                _grade_fresh(course, entry, survivors, workers)
+                for outcome in survivors:
+                    outcome.confirmed = not entry.killed_anywhere(outcome)
+    seconds = round(time.perf_counter() - start, 1)
+    return AuditReport(audits, seconds, workers, course.audit.min_killed, cell, fresh)
+
+
+def _grade_fresh(course: Course, entry: AnswerAudit, outcomes: list[Outcome], workers: int) -> None:
+    """Grade ``outcomes``' mutants each in a fresh kernel (``variants.grade_variants``)."""
+    from .nbgrader_dir import stamped_solution
+
+    solution = stamped_solution(course, entry.answer.notebook)
+    found = [
+        variants.Variant(o.mutant.id, ((o.mutant.cell, o.mutant.original, o.mutant.source),))
+        for o in outcomes
+    ]
+    scores = variants.grade_variants(
+        solution, entry.answer.notebook, found, jobs=workers, timeout=course.audit.cell_timeout
+    )
+    for outcome, score in zip(outcomes, scores, strict=True):
+        if score.error:
+            outcome.ungraded = score.error[:200]
+            continue
+        outcome.scores = {gid: v.score for gid, v in score.verdicts.items()}
+        outcome.lost = {
+            gid: [c["description"] for c in v.lost()] for gid, v in score.verdicts.items()
+        }
+
+
+# --- the report -------------------------------------------------------------------------------
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def table(report: AuditReport) -> str:
+    """Per answer cell and per graded test cell: mutants tried and the share killed."""
+    width = max([len(t) + 4 for a in report.answers for t in a.answer.tests] + [34])
+    lines = [
+        f"{'notebook / answer cell / graded test':{width}} {'mutants':>8} {'killed':>7}"
+        f" {'later':>6} {'survive':>8}"
+    ]
+    for entry in report.answers:
+        n = len(entry.graded)
+        killed = sum(entry.killed_by_own(o) for o in entry.graded)
+        flag = "  < min_killed" if entry in report.weak else ""
+        head = f"{entry.answer.notebook} {entry.answer.cell}"
+        lines.append(
+            f"{head:{width}} {n:>8} {_pct(killed, n):>7} {len(entry.caught_later):>6} "
+            f"{len(entry.survivors):>8}{flag}"
+        )
+        for test in entry.answer.tests:
+            lines.append(f"{'    ' + test:{width}} {'':>8} {_pct(entry.killed(test), n):>7}")
+    return "\n".join(lines)
+
+
+def summary(report: AuditReport, show: int) -> str:
+    """The table, then up to ``show`` survivors per answer cell as diffs, then the verdict."""
+    parts = [
+        f"Mutation audit: {report.mutants} mutants, {report.seconds:.0f} s, {report.workers} "
+        f"worker(s){' (fresh kernels)' if report.fresh else ''}"
+        + (f", cell {report.cell}" if report.cell else ""),
+        table(report),
+        "killed: the share of the answer's mutants that lose points at its own tests (per test: "
+        "at that test); later: caught only by a later answer's tests; survive: full marks "
+        "everywhere (wrong answers the tests miss, or programs equal to the solution).",
+    ]
+    for entry in report.answers:
+        survivors = entry.survivors
+        if not survivors or not show:
+            continue
+        parts.append(f"survivors of {entry.answer.notebook} {entry.answer.cell} "
+                     f"({len(survivors)}, the first {min(show, len(survivors))}):")  # fmt: skip
+        for outcome in survivors[:show]:
+            parts.append(f"# {outcome.mutant.description}\n{outcome.mutant.diff()}")
+    parts += [f"PROBLEM: {p}" for p in report.problems]
+    if report.weak:
+        parts.append(
+            "AUDIT FAILED: the tests of "
+            + ", ".join(f"{a.answer.cell} ({a.rate:.0%})" for a in report.weak)
+            + f" catch less than [audit] min_killed = {report.min_killed:.0%} of their mutants"
+        )
+    return "\n\n".join(parts)
+
+
+def markdown(report: AuditReport) -> str:
+    """``audit.md``: the table and every survivor's diff."""
+    parts = [
+        "# Mutation audit of the graded tests",
+        f"{report.mutants} mutants, graded in {report.seconds:.0f} s with {report.workers} "
+        f"worker(s){' in fresh kernels' if report.fresh else ''}. Made by `make audit` "
+        "(`autograder/audit.py`).",
+        "```\n" + table(report) + "\n```",
+    ]
+    for entry in report.answers:
+        parts.append(f"## {entry.answer.notebook} {entry.answer.cell}")
+        later = entry.caught_later
+        if later:
+            parts.append(
+                "Caught only by a later answer's tests: "
+                + "; ".join(o.mutant.description for o in later)
+            )
+        survivors = entry.survivors
+        if not survivors:
+            parts.append("No survivor: every mutant loses points.")
+        for outcome in survivors:
+            checked = "" if outcome.confirmed is None else " (confirmed in a fresh kernel)"
+            diff = outcome.mutant.diff()
+            parts.append(f"### {outcome.mutant.description}{checked}\n\n```diff\n{diff}\n```")
+    if report.problems:
+        parts.append("## Problems\n\n" + "\n".join(f"- {p}" for p in report.problems))
+    return "\n\n".join(parts) + "\n"
+
+
+def to_json(report: AuditReport) -> dict:
+    return {
+        "seconds": report.seconds,
+        "workers": report.workers,
+        "min_killed": report.min_killed,
+        "cell": report.cell,
+        "fresh": report.fresh,
+        "answers": [
+            {
+                "notebook": a.answer.notebook,
+                "cell": a.answer.cell,
+                "tests": {t: {"killed": a.killed(t)} for t in a.answer.tests},
+                "mutants": len(a.graded),
+                "killed": sum(a.killed_by_own(o) for o in a.graded),
+                "rate": round(a.rate, 4),
+                "survivors": [o.mutant.id for o in a.survivors],
+                "outcomes": [o.to_dict(a.points) for o in a.outcomes],
+                "problems": a.problems,
+            }
+            for a in report.answers
+        ],
+    }
+
+
+def write(report: AuditReport, out: Path) -> None:
+    """``out/audit.md`` and ``out/audit.json``."""
+    notebooks.write_bytes(out / "audit.md", markdown(report).encode())
+    notebooks.write_bytes(out / "audit.json", json.dumps(to_json(report), indent=1).encode())
+
+
+def main() -> None:
+    """The child process of one job: ``python -m autograder.audit JOB.json RESULT.json``."""
+    parser = argparse.ArgumentParser(description="grade one batch of mutants (audit.py)")
+    parser.add_argument("job", type=Path)
+    parser.add_argument("result", type=Path)
+    args = parser.parse_args()
+    result = run_job(json.loads(args.job.read_text()))
+    notebooks.write_bytes(args.result, json.dumps(result).encode())
+
+
+if __name__ == "__main__":
+    main()

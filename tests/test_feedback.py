@@ -1,0 +1,150 @@
+"""Feedback pages that teach without giving the tests away (``autograder/feedback.py``).
+
+A small real class of the tiny course (``tests/fixtures/course``) is graded with ``make grade``
+(through the real pipeline): one student solves everything, one gets ``mul`` wrong and writes
+HTML and a ``javascript:`` link into the written answer, one hands in only the first notebook.
+Their pages must say what each test checks (its docstring), each check's points, passed or
+lost, and the judge's message; never the hidden test's code (nor the visible checks'), unless
+``[feedback] show_test_source = true``; hold nothing that runs or loads; and, after a grader
+scores the written answer and comments in the gradebook, ``make feedback`` shows both.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from test_grade import _sources, autograder, grades, make_course  # noqa: E402
+
+from autograder import feedback, notebooks  # noqa: E402
+
+HOSTILE = (
+    "Because order does not matter. <script>alert('xss')</script> "
+    "[proof](javascript:alert(1)) <img src=x onerror=alert(2)>"
+)
+
+
+def _wrong_mul(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    for cell in nb.cells:
+        if notebooks.grade_id(cell) == "mul":
+            cell.source = cell.source.replace("product = a * b", "product = a + b")
+        if notebooks.grade_id(cell) == "why_commutative":
+            cell.source = HOSTILE
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("feedback"))
+    src, gdir = _sources(root)
+    hand_in = {
+        "full": {"1_sums": src.solved("1_sums"), "2_words": src.solved("2_words")},
+        "wrong-mul": {"1_sums": _wrong_mul(src.solved("1_sums")), "2_words": src.solved("2_words")},
+        "only-sums": {"1_sums": src.solved("1_sums")},
+    }
+    for student, files in hand_in.items():
+        folder = gdir.submitted / student / "a3"
+        folder.mkdir(parents=True)
+        for name, nb in files.items():
+            (folder / f"{name}.ipynb").write_text(nbformat.writes(nb))
+    autograder(root, "grade", "--jobs", "2")
+    return root, gdir
+
+
+def page(gdir, student: str, name: str) -> str:
+    return (gdir.feedback / student / "a3" / f"{name}.html").read_text()
+
+
+def test_one_page_per_notebook_linked_from_the_index(graded):
+    _, gdir = graded
+    for student in ("full", "wrong-mul", "only-sums"):
+        folder = gdir.feedback / student / "a3"
+        assert {p.name for p in folder.iterdir()} == {"1_sums.html", "2_words.html", "index.html"}
+        index = (folder / "index.html").read_text()
+        assert 'href="1_sums.html"' in index and 'href="2_words.html"' in index
+    missing = page(gdir, "only-sums", "2_words")
+    assert "missing" in missing and "not graded" in missing
+
+
+def test_tests_are_explained_not_shown(graded):
+    _, gdir = graded
+    text = page(gdir, "wrong-mul", "1_sums")
+    assert "mul returns the product of two numbers." in text  # the docstring
+    assert "add returns the sum of two numbers." in text
+    assert "mul(2, 3) is 6" in text and "mul works for negative numbers" in text
+    assert "mul(2, 3) returned 5, expected 6" in text  # the judge's message
+    assert "not passed: 0 / 1" in text and "passed: 1 / 1" in text
+    for secret in ("probe.put", "probe.case", "BEGIN HIDDEN", "course_lib", "should be 6"):
+        assert secret not in text, secret  # neither the probe nor the visible checks
+    assert "passed: 2 / 2" in page(gdir, "wrong-mul", "2_words")
+
+
+def test_pages_run_and_load_nothing(graded):
+    _, gdir = graded
+    for path in gdir.feedback.rglob("*.html"):
+        text = path.read_text()
+        assert "<script" not in text.lower(), path
+        assert "javascript:" not in re.sub(r">[^<]*<", "><", text), path  # not in markup
+        assert not re.search(r"""\b(?:src|href)\s*=\s*["']?(?:https?:|//)""", text), path
+        assert "<link" not in text and "Content-Security-Policy" in text, path
+    text = page(gdir, "wrong-mul", "1_sums")
+    assert "Because order does not matter." in text
+    assert "&lt;script&gt;alert('xss')&lt;/script&gt;" in text  # the HTML, shown as text
+    assert "waits for a grader" in text
+
+
+def test_manual_grades_and_comments_appear_after_make_feedback(graded):
+    from nbgrader.api import Gradebook
+
+    root, gdir = graded
+    with Gradebook(gdir.db_url) as gb:
+        nb = gb.find_submission_notebook("1_sums", "a3", "wrong-mul")
+        grade = next(g for g in nb.grades if g.name == "why_commutative")
+        grade.manual_score, grade.needs_manual_grade = 0.5, False  # as formgrader saves it
+        comment = next(c for c in nb.comments if c.name == "why_commutative")
+        comment.manual_comment = "Close: <b>say</b> why the order does not matter."
+        code = next(c for c in nb.comments if c.name == "mul")
+        code.manual_comment = "Multiply, do not add."
+        gb.db.commit()
+    out = autograder(root, "feedback").stdout
+    assert "Grades of submissions (from the gradebook)" in out
+    text = page(gdir, "wrong-mul", "1_sums")
+    assert "graded: 0.5 / 1" in text and "waits for a grader" not in text
+    assert "Close: &lt;b&gt;say&lt;/b&gt; why" in text
+    assert "Comments on your code" in text and "Multiply, do not add." in text
+    row = grades(root)[("wrong-mul", "1_sums")]
+    assert row["manual"] == "0.5" and "needs-manual" not in row["flags"]
+    canvas = (root / "autograder" / "out" / "canvas.csv").read_text().splitlines()
+    assert "wrong-mul,,,wrong-mul,,3.5" in canvas  # 1 (add) + 0.5 (written) + 2 (shout)
+
+
+def test_test_source_only_when_the_course_says_so(graded):
+    root, gdir = graded
+    toml = root / "course.toml"
+    before = toml.read_text()
+    toml.write_text(before + "\n[feedback]\nshow_test_source = true\n")
+    try:
+        autograder(root, "feedback")
+        text = page(gdir, "wrong-mul", "1_sums")
+        assert "probe.case(" in text and "the test's code" in text
+    finally:
+        toml.write_text(before)
+    autograder(root, "feedback")
+    assert "probe.case(" not in page(gdir, "wrong-mul", "1_sums")
+
+
+def test_markdown_is_rendered_inert():
+    html = feedback.render_markdown(
+        "**bold** <script>x()</script> [a](javascript:x()) ![i](data:text/html,<b>)"
+    )
+    assert "<strong>bold</strong>" in html
+    assert "<script" not in html and 'href="javascript' not in html
+    assert 'src="data:text/html' not in html

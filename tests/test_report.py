@@ -1,0 +1,228 @@
+"""The class report (``autograder/classreport.py``) and the Canvas export (``report.py``).
+
+Unit tests on crafted rows: pass rates per test and per check, the most common failure
+messages with their counts (escaped), flags counted, extra credit apart, seconds; the Canvas
+gradebook-import layout with and without a roster (ours, or Canvas's own export).
+
+End to end: ``make grade`` on a small class of the tiny course writes ``out/report.html``, its
+PNGs and ``canvas.csv``; headless Chromium (as ``tests/test_browser.py`` drives it) opens the
+report: it loads, every image renders (a non-zero natural width), and nothing is logged as an
+error on the console.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from test_browser import Browser  # noqa: E402
+from test_grade import _sources, autograder, make_course  # noqa: E402
+
+from autograder import classreport, notebooks, report  # noqa: E402
+
+
+def verdict(gid: str, points: float, checks: list[tuple[str, float, bool, str]]) -> dict:
+    found = [{"description": d, "points": p, "passed": ok, "message": m} for d, p, ok, m in checks]
+    return {
+        "grade_id": gid,
+        "points": points,
+        "checks": found,
+        "error": None,
+        "score": sum(c["points"] for c in found if c["passed"]),
+    }
+
+
+def crafted_rows() -> list[report.Row]:
+    rows = []
+    bad = "shape (3, 5), expected (5, 3) <script>x</script>"
+    outcomes = {"ann": (True, True), "bob": (True, False), "cid": (False, False)}
+    for student, (first, second) in outcomes.items():
+        row = report.Row(student, "1_gru", autograded_max=1.0, manual_max=1.0, seconds=12.5)
+        row.verdicts = {
+            "test_shape": verdict("test_shape", 0.4, [("shape", 0.4, first, "" if first else bad)]),
+            "test_value": verdict(
+                "test_value", 0.6, [("value", 0.6, second, "" if second else "wrong values")]
+            ),
+        }
+        row.autograded = sum(v["score"] for v in row.verdicts.values())
+        row.flags = ["needs-manual"]
+        rows.append(row)
+        extra = report.Row(student, "5_extra", extra=True, autograded_max=2.0)
+        extra.flags = ["missing"] if student != "ann" else []
+        if student == "ann":
+            extra.verdicts = {"test_x": verdict("test_x", 2.0, [("x", 2.0, True, "")])}
+            extra.autograded, extra.seconds = 2.0, 3.0
+        rows.append(extra)
+    return rows
+
+
+def test_pass_rates_messages_and_flags():
+    stats = classreport.gather(crafted_rows())
+    gru = stats["1_gru"]
+    assert gru.tests["test_shape"].runs == 3 and gru.tests["test_shape"].full == 2
+    assert gru.tests["test_value"].full == 1
+    value = gru.tests["test_value"].checks["value"]
+    assert (value.runs, value.passed, value.messages["wrong values"]) == (3, 1, 2)
+    assert gru.flags["needs-manual"] == 3 and stats["5_extra"].flags["missing"] == 2
+    assert stats["5_extra"].extra and stats["5_extra"].totals == [2.0]
+    assert gru.seconds == [12.5] * 3
+    page = classreport.page(stats, crafted_rows(), [], "a test class")
+    assert "2 &times; wrong values" in page
+    assert "<script>x" not in page and "&lt;script&gt;x" in page
+    assert "extra credit" in page and "<script" not in page.lower()
+
+
+def test_assignment_totals_keep_extra_credit_apart():
+    regular, most, extra, extra_most = classreport.assignment_totals(crafted_rows())
+    assert (most, extra_most) == (2.0, 2.0)
+    assert regular == [1.0, 0.4, 0.0] and extra == [2.0, 0.0, 0.0]
+
+
+def test_canvas_layout_without_and_with_a_roster(tmp_path):
+    rows = crafted_rows()
+    table = report.canvas_rows(rows, "Assignment 3 (4711)")
+    assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+                        "Assignment 3 (4711)"]  # fmt: skip
+    assert table[1] == ["Points Possible", "", "", "", "", "2"]  # regular points only
+    assert table[2] == ["ann", "", "", "ann", "", "3"]  # 1 + 2 extra credit
+    assert table[3][-1] == "0.4" and len(table) == 5
+
+    ours = tmp_path / "roster.csv"
+    ours.write_text(
+        "student_id,name,canvas_id,sis_user_id,section\n"
+        '"ann","Lee, Ann",101,S-1,Section A\nbob,"Ray, Bob",102,S-2,Section B\n'
+    )
+    roster = report.read_roster(ours)
+    table = report.canvas_rows(rows, "a3", roster)
+    assert table[2] == ["Lee, Ann", "101", "S-1", "ann", "Section A", "3"]
+    assert table[4] == ["cid", "", "", "cid", "", "0"]  # not in the roster: by login
+
+    export = tmp_path / "canvas-export.csv"  # Canvas's own gradebook export as the roster
+    export.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1 (55)\n"
+        "    Points Possible,,,,,10\n"
+        '"Doe, Jane",201,D-1,jdoe,Section A,7\n"Cid, Ada",202,,,Section B,9\n'
+        '"Student, Test",999,,,,\n'
+    )
+    roster = report.read_roster(export)
+    assert roster["jdoe"].canvas_id == "201"  # by SIS Login ID
+    assert roster["cidada"].canvas_id == "202"  # by the name Canvas puts in file names
+    assert "studenttest" not in roster and report.canvas_file_name("Doe, Jane") == "doejane"
+
+
+# --- end to end: make grade, then the report in Chromium ---------------------------------------
+
+
+IMAGES_JS = "Array.from(document.images).map(i => [i.getAttribute('src'), i.naturalWidth])"
+
+
+class ConsoleBrowser(Browser):
+    """``test_browser.Browser`` that keeps the DevTools events (console, log, exceptions)."""
+
+    def __init__(self, tmp: Path):
+        self.events: list[dict] = []
+        super().__init__(tmp)
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(f"{domain}.enable")
+
+    def call(self, method: str, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if "method" in message:
+                self.events.append(message)
+            elif message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+
+    def errors(self) -> list[str]:
+        found = []
+        for event in self.events:
+            kind, params = event["method"], event.get("params", {})
+            if kind == "Runtime.exceptionThrown":
+                found.append(str(params.get("exceptionDetails", {}).get("text")))
+            elif kind == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                found.append(str(params.get("args")))
+            elif kind == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+                found.append(str(params["entry"].get("text")))
+        return found
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("report"))
+    src, gdir = _sources(root)
+    wrong = src.solved("1_sums")
+    for cell in wrong.cells:
+        if notebooks.grade_id(cell) == "mul":
+            cell.source = cell.source.replace("product = a * b", "product = a + b")
+    hand_in = {
+        "full": {"1_sums": src.solved("1_sums"), "2_words": src.solved("2_words")},
+        "wrong-mul": {"1_sums": wrong, "2_words": src.released["2_words"]},
+        "only-sums": {"1_sums": wrong},
+    }
+    for student, files in hand_in.items():
+        folder = gdir.submitted / student / "a3"
+        folder.mkdir(parents=True)
+        for name, nb in files.items():
+            (folder / f"{name}.ipynb").write_text(nbformat.writes(nb))
+    roster = root / "autograder" / "roster.csv"
+    roster.write_text('student_id,name,canvas_id,sis_user_id,section\nfull,"Full, Ann",7,,A\n')
+    out = autograder(root, "grade", "--jobs", "2").stdout
+    return root, out
+
+
+def test_make_grade_writes_the_report_and_canvas_csv(graded_class):
+    root, out = graded_class
+    folder = root / "autograder" / "out"
+    assert "class report:" in out and "not in roster.csv: only-sums, wrong-mul" in out
+    assert {p.name for p in folder.glob("report*")} == {"report.html", *classreport.IMAGES}
+    text = (folder / "report.html").read_text()
+    assert "test_mul" in text and "2 &times; mul(2, 3) returned 5, expected 6" in text
+    with open(folder / "canvas.csv", newline="") as fh:
+        table = list(csv.reader(fh))
+    assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "a3"]
+    assert table[1][-1] == "5"
+    assert ["Full, Ann", "7", "", "full", "A", "4"] in table  # 4 of 5: written answer ungraded
+
+
+def test_report_opens_in_chromium_images_render_no_console_error(graded_class, tmp_path):
+    root, _ = graded_class
+    path = root / "autograder" / "out" / "report.html"
+    browser = ConsoleBrowser(tmp_path)
+    try:
+        browser.call("Page.navigate", url=path.as_uri())
+        deadline = time.time() + 60
+        while browser.eval("document.readyState") != "complete":
+            assert time.time() < deadline, "the report did not load"
+            time.sleep(0.2)
+        time.sleep(0.5)
+        images = browser.eval(IMAGES_JS)
+        title = browser.eval("document.title")
+        text = browser.eval("document.body.innerText")
+        errors = browser.errors()
+        # the control: a missing image and a console error are seen
+        control = tmp_path / "control.html"
+        control.write_text("<img src='missing.png'><script>console.error('control')</script>")
+        browser.events.clear()
+        browser.visit(control.as_uri(), settle=0.5)
+        control_images, control_errors = browser.eval(IMAGES_JS), browser.errors()
+    finally:
+        browser.close()
+    assert title == "Class report" and "Tests and checks" in text
+    assert sorted(src for src, _ in images) == sorted(classreport.IMAGES)
+    assert all(width > 0 for _, width in images), images
+    assert not errors, errors
+    assert control_images == [["missing.png", 0]] and control_errors, control_errors

@@ -84,7 +84,7 @@ clean:
 #   make feedback            after formgrade: feedback pages and reports again, from the gradebook
 #   make audit [CELL=id]     TAs: mutation testing of the graded tests (one answer or test cell)
 #   make bench               notebook timings (full mode), then grading seconds per student
-.PHONY: release grade merge gradescope collect formgrade bench feedback audit
+.PHONY: release public grade merge gradescope collect formgrade bench feedback audit
 
 JOBS ?=
 TIMEOUT ?=
@@ -94,6 +94,11 @@ AUTOGRADER := $(PY) -m autograder
 
 release: $(STAMP)
 	$(AUTOGRADER) release $(if $(JOBS),--jobs $(JOBS)) $(if $(DRAFT),--draft)
+
+# The student-facing repository (course_lib, pyproject.toml, the released notebooks), after
+# a release: autograder/out/public/, to push to course.toml's github_repo.
+public: release
+	$(AUTOGRADER) public $(if $(DRAFT),--draft)
 
 grade: $(STAMP)
 	$(AUTOGRADER) grade $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--cell-timeout $(TIMEOUT)) \

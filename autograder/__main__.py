@@ -2,6 +2,7 @@
 formgrade, bench).
 
     python -m autograder [--root DIR] release [--jobs N] [--draft]
+    python -m autograder [--root DIR] public [--out DIR] [--draft]
     python -m autograder [--root DIR] grade [--jobs N] [--cell-timeout S] [--demo] [--regrade]
                                             [--student ID ...] [--shard I/N]
     python -m autograder [--root DIR] merge [--shards N] [--demo]
@@ -33,6 +34,18 @@ def _release(course: config.Course, args: argparse.Namespace) -> int:
     except ReleaseError as err:
         print(f"\nRELEASE FAILED\n{err}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _public(course: config.Course, args: argparse.Namespace) -> int:
+    from .public import PublicError, build
+
+    try:
+        out = build(course, out=args.out, draft=args.draft)
+    except PublicError as err:
+        print(f"\nNOTHING WRITTEN\n{err}", file=sys.stderr)
+        return 1
+    print(f"public tree written to {out}: push it to https://github.com/{course.github_repo}")
     return 0
 
 
@@ -156,6 +169,13 @@ def main(argv: list[str] | None = None) -> int:
         "--draft", action="store_true", help="allow a placeholder repository (checks only)"
     )
     p.set_defaults(run=_release)
+
+    p = sub.add_parser("public", help="write the student-facing repository (after release)")
+    p.add_argument("--out", type=Path, default=None, help="default: autograder/out/public")
+    p.add_argument(
+        "--draft", action="store_true", help="allow a placeholder repository (checks only)"
+    )
+    p.set_defaults(run=_public)
 
     p = sub.add_parser("grade", help="grade the submissions (the demo class when there are none)")
     p.add_argument("--jobs", type=int, default=None, help="students graded in parallel")

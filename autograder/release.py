@@ -58,7 +58,7 @@ _MARKER = re.compile(r"\b(BEGIN|END)\s+(SOL|HID)", re.IGNORECASE)
 
 STUDENT_README = """# {assignment}: student notebooks
 
-Notebooks: {notebook_list}.
+Notebooks: {notebook_list}.{extra}
 
 ## In Colab (recommended)
 
@@ -359,17 +359,30 @@ def check_student_copy(names: list[str], folder: Path, bundle: Path | None = Non
     return problems
 
 
-def write_bundle(course: Course, names: list[str]) -> Path:
-    """Zip the released notebooks and a README on installing course_lib, for publishing."""
+def student_readme(course: Course, names: list[str]) -> str:
+    """The students' README: the notebooks' Colab links, a local install, what to hand in."""
     links = "\n".join(f"- [{n}]({course.colab_url(n)})" for n in names)
-    readme = STUDENT_README.format(
+    optional = [n for n in names if n in course.grade.extra_credit]
+    extra = (
+        f" Optional, for extra credit: {', '.join(f'`{n}.ipynb`' for n in optional)} (not "
+        "handing them in costs nothing)."
+        if optional
+        else ""
+    )
+    return STUDENT_README.format(
         assignment=course.assignment,
         notebook_list=", ".join(f"`{n}.ipynb`" for n in names),
         requirement=course.install_requirement,
         requirement_bert=course.install_requirement.replace("course-lib", "course-lib[bert]", 1),
         model=BUNDLED_MODEL,
         links=links,
+        extra=extra,
     )
+
+
+def write_bundle(course: Course, names: list[str]) -> Path:
+    """Zip the released notebooks and a README on installing course_lib, for publishing."""
+    readme = student_readme(course, names)
     course.out_dir.mkdir(parents=True, exist_ok=True)
     tmp = course.bundle_path.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:

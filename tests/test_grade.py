@@ -29,6 +29,8 @@ EXPECTED_NOTEBOOKS = [
     "2_additive_attention.ipynb",
     "3_transformer.ipynb",
     "4_bert.ipynb",
+    "5a_decoding.ipynb",
+    "5b_copying_subwords.ipynb",
 ]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))

@@ -105,10 +105,10 @@ def _base_notebook(solution: NotebookNode, spec: judge.Spec) -> NotebookNode:
 class SharedKernel:
     """One kernel that grades many versions of one answer cell (see the module docstring)."""
 
-    def __init__(self, job: dict, scratch: Path):
+    def __init__(self, job: dict, scratch: Path, sockets: Path):
         from nbclient import NotebookClient
 
-        from .execute import TIMEOUT_ERROR
+        from .execute import TIMEOUT_ERROR, kernel_config
 
         self.spec = judge.Spec.from_json(job["spec"])
         self.nb = notebooks.nbformat.from_dict(job["notebook"])
@@ -129,6 +129,7 @@ class SharedKernel:
             interrupt_on_timeout=True,
             error_on_timeout=TIMEOUT_ERROR,
             resources={"metadata": {"path": str(scratch)}},
+            config=kernel_config(sockets),
         )
         self.stack = contextlib.ExitStack()
 
@@ -177,8 +178,11 @@ class SharedKernel:
 def run_job(job: dict) -> dict:
     """Grade the solution, then every mutant of ``job``, then the solution again, in one
     kernel; return ``{"baseline": [first, last], "results": [...]}``."""
-    with tempfile.TemporaryDirectory(prefix="a3-audit-") as scratch:
-        kernel = SharedKernel(job, Path(scratch))
+    with (
+        tempfile.TemporaryDirectory(prefix="a3-audit-") as scratch,
+        tempfile.TemporaryDirectory(prefix="a3-kernel-") as sockets,
+    ):
+        kernel = SharedKernel(job, Path(scratch), Path(sockets))
         try:
             kernel.start()
             first = kernel.grade(job["original"])

@@ -11,6 +11,7 @@ is interrupted and gets an error output named ``CellTimeoutError``.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,12 +27,33 @@ TIMEOUT_ERROR = {
 }
 
 
+def kernel_config(sockets: Path):
+    """The nbclient configuration of a kernel whose sockets are files in ``sockets`` (a folder
+    of this run, apart from the notebook's working folder).
+
+    With TCP, jupyter_client picks free ports by binding and releasing them before the kernel
+    binds them, so kernels started at the same moment by parallel workers (the release checks,
+    the variant and mutant grading) can pick the same port, and one dies before replying
+    ("Address already in use"). Unix sockets in a folder of this run cannot collide. TCP stays
+    where there are no Unix sockets (Windows)."""
+    from traitlets.config import Config
+
+    cfg = Config()
+    if os.name == "posix":
+        cfg.KernelManager.transport = "ipc"
+        cfg.KernelManager.ip = str(sockets / "kernel")
+    return cfg
+
+
 def execute(src: Path, dst: Path, timeout: int) -> None:
     """Execute ``src`` in a scratch folder and write the result to ``dst`` (in this process)."""
     from nbclient import NotebookClient
 
     nb = notebooks.read(src)
-    with tempfile.TemporaryDirectory(prefix="a3-run-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="a3-run-") as scratch,
+        tempfile.TemporaryDirectory(prefix="a3-kernel-") as sockets,
+    ):
         client = NotebookClient(
             nb,
             timeout=timeout,
@@ -40,6 +62,7 @@ def execute(src: Path, dst: Path, timeout: int) -> None:
             interrupt_on_timeout=True,
             error_on_timeout=TIMEOUT_ERROR,
             resources={"metadata": {"path": scratch}},
+            config=kernel_config(Path(sockets)),
         )
         client.execute()
     notebooks.write(nb, dst)

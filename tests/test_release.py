@@ -309,3 +309,22 @@ def test_real_release_passes_and_assignments_are_up_to_date(tmp_path):
         n for n in generated.keys() | committed.keys() if generated.get(n) != committed.get(n)
     )
     assert not stale, f"assignments/a3 is not what `make release` makes of solutions/: {stale}"
+
+
+def test_release_kernels_talk_through_their_own_socket_files(tmp_path):
+    """Parallel release checks once lost a kernel to a TCP port taken by another starting at the
+    same moment ("Address already in use"); their kernels now listen on Unix sockets of their
+    own run, outside the notebook's working folder (which starts empty)."""
+    from autograder.execute import execute_in_child
+
+    probe = (
+        "import os\n"
+        "from ipykernel.kernelapp import IPKernelApp\n"
+        "app = IPKernelApp.instance()\n"
+        "print(app.transport, os.path.exists(f'{app.ip}-{app.shell_port}'), os.listdir('.'))"
+    )
+    src, dst = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell(probe)]), src)
+    assert execute_in_child(src, dst, timeout=60) == ""
+    outputs = nbformat.read(dst, as_version=4).cells[0].outputs
+    assert [o.get("text") for o in outputs] == ["ipc True []\n"]

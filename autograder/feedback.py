@@ -38,7 +38,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import judge, notebooks, report, sanitise
+from . import gradebook, judge, notebooks, report, sanitise
 from .nbgrader_dir import GradingDir
 
 esc = html.escape
@@ -64,28 +64,23 @@ class Marks:
 
 def read_marks(db_url: str, assignment: str, students: list[str]) -> dict[tuple[str, str], Marks]:
     """Every notebook ``students`` have in the gradebook: its grades and comments."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
 
     found: dict[tuple[str, str], Marks] = {}
     with Gradebook(db_url) as gb:
-        for student in students:
-            try:
-                submission = gb.find_submission(assignment, student)
-            except MissingEntry:
-                continue
-            for nb in submission.notebooks:
-                marks = Marks()
-                for grade in nb.grades:
-                    marks.grades[grade.name] = GradedCell(
-                        float(grade.score or 0.0),
-                        float(grade.max_score or 0.0),
-                        None if grade.manual_score is None else float(grade.manual_score),
-                        bool(grade.needs_manual_grade),
-                    )
-                for comment in nb.comments:
-                    if comment.manual_comment and comment.manual_comment.strip():
-                        marks.comments[comment.name] = comment.manual_comment.strip()
-                found[(student, nb.name)] = marks
+        for student, nb in gradebook.submitted_notebooks(gb, assignment, students):
+            marks = Marks()
+            for grade in nb.grades:
+                marks.grades[grade.name] = GradedCell(
+                    float(grade.score or 0.0),
+                    float(grade.max_score or 0.0),
+                    None if grade.manual_score is None else float(grade.manual_score),
+                    bool(grade.needs_manual_grade),
+                )
+            for comment in nb.comments:
+                if comment.manual_comment and comment.manual_comment.strip():
+                    marks.comments[comment.name] = comment.manual_comment.strip()
+            found[(student, nb.name)] = marks
     return found
 
 

@@ -25,29 +25,38 @@ class CellGrade:
 Scores = dict[tuple[str, str], list[CellGrade]]  # (student, notebook) -> its graded cells
 
 
+def submitted_notebooks(gb, assignment: str, students: list[str]):
+    """``(student, notebook)`` for every notebook ``students`` have in the open gradebook ``gb``
+    (nbgrader's ``SubmittedNotebook``); a student with no submission is skipped."""
+    from nbgrader.api import MissingEntry
+
+    for student in students:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            continue
+        for nb in submission.notebooks:
+            yield student, nb
+
+
 def read_scores(db_url: str, assignment: str, students: list[str]) -> Scores:
     """The graded cells of every notebook ``students`` have in the gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
 
-    scores: Scores = {}
     with Gradebook(db_url) as gb:
-        for student in students:
-            try:
-                submission = gb.find_submission(assignment, student)
-            except MissingEntry:
-                continue
-            for nb in submission.notebooks:
-                scores[(student, nb.name)] = [
-                    CellGrade(
-                        grade_id=g.name,
-                        score=float(g.score or 0.0),
-                        max=float(g.max_score or 0.0),
-                        auto=g.cell_type == "code",
-                        needs_manual=bool(g.needs_manual_grade),
-                    )
-                    for g in sorted(nb.grades, key=lambda g: g.name)
-                ]
-    return scores
+        return {
+            (student, nb.name): [
+                CellGrade(
+                    grade_id=g.name,
+                    score=float(g.score or 0.0),
+                    max=float(g.max_score or 0.0),
+                    auto=g.cell_type == "code",
+                    needs_manual=bool(g.needs_manual_grade),
+                )
+                for g in sorted(nb.grades, key=lambda g: g.name)
+            ]
+            for student, nb in submitted_notebooks(gb, assignment, students)
+        }
 
 
 def zero_notebooks(db_url: str, assignment: str, student: str, names: list[str]) -> None:

@@ -435,12 +435,7 @@ def end_leftovers() -> int:
     import psutil
 
     procs = psutil.Process().children(recursive=True)
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=10)
+    grading.kill_all(procs)
     return len(procs)
 
 

@@ -128,6 +128,18 @@ def worker_command(
     ]  # fmt: skip
 
 
+def kill_all(procs) -> None:
+    """Kill ``procs`` (psutil processes) and wait for them; those already gone are skipped."""
+    import psutil
+
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+
+
 def kill_tree(pid: int) -> None:
     """Kill a process and all its descendants (nbgrader's kernels run in their own sessions,
     so killing the process group alone would leave them running)."""
@@ -138,12 +150,7 @@ def kill_tree(pid: int) -> None:
         procs = parent.children(recursive=True) + [parent]
     except psutil.NoSuchProcess:
         return
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=10)
+    kill_all(procs)
 
 
 _live: set[int] = set()  # pids of the running workers, killed with their kernels on Ctrl-C

@@ -145,7 +145,14 @@ def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written = []
+    written: list[str] = []
+
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=90)
+        plt.close(fig)
+        written.append(name)
+
     regular, most, extra, extra_most = assignment_totals(rows)
     panels = [("assignment (regular notebooks)", regular, most)]
     panels += [(f"{n.name}{' (extra credit)' if n.extra else ''}", n.totals, n.maximum)
@@ -167,10 +174,7 @@ def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path)
             ax.set_xlabel("% of the maximum", fontsize=8)
             ax.set_ylabel("students", fontsize=8)
             ax.yaxis.get_major_locator().set_params(integer=True)
-        fig.tight_layout()
-        fig.savefig(out / IMAGES[0], dpi=90)
-        plt.close(fig)
-        written.append(IMAGES[0])
+        save(fig, IMAGES[0])
     tests = [(nb.name, t) for nb in stats.values() for t in nb.tests.values() if t.runs]
     if tests:
         fig, ax = plt.subplots(figsize=(8, 0.28 * len(tests) + 1.2))
@@ -184,10 +188,7 @@ def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path)
         ax.set_xlim(0, 100)
         ax.set_xlabel("% of graded notebooks with full marks on the test", fontsize=8)
         ax.set_title("pass rate of every test", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / IMAGES[1], dpi=90)
-        plt.close(fig)
-        written.append(IMAGES[1])
+        save(fig, IMAGES[1])
     timed = [(nb.name, nb.seconds) for nb in stats.values() if nb.seconds]
     if timed:
         fig, ax = plt.subplots(figsize=(1.6 * len(timed) + 2.5, 3))
@@ -195,10 +196,7 @@ def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path)
         ax.set_xticks(range(1, len(timed) + 1), [n for n, _ in timed], fontsize=7, rotation=15)
         ax.set_ylabel("seconds per student", fontsize=8)
         ax.set_title("grading time per notebook", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / IMAGES[2], dpi=90)
-        plt.close(fig)
-        written.append(IMAGES[2])
+        save(fig, IMAGES[2])
     return written
 
 

@@ -2,15 +2,21 @@
 
 :class:`GradeExecute` replaces nbgrader's ``Execute`` in ``Autograde`` (``Sandbox.configure``):
 kernels start through ``sandbox.SandboxKernelManager``, the whole notebook has a time limit on
-top of nbgrader's per-cell one, and each cell keeps at most ``max_output_chars`` of output.
+top of nbgrader's per-cell one, each cell keeps at most ``max_output_chars`` of output and the
+notebook at most ``max_notebook_chars`` (display updates, ``display_id`` outputs included: an
+update is charged once per output it would rewrite). Once every cell has run, and before the
+kernel stops, the tests of ``spec_file`` ask that kernel for the student's objects
+(``judge.judge_live``, in this process, which runs no student code); the verdicts go to
+``verdict_file``.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 from nbformat import NotebookNode
-from traitlets import Integer
+from traitlets import Integer, Unicode
 
 from .sandbox import SandboxKernelManager
 
@@ -27,8 +33,16 @@ class GradeExecute(_execute_class()):
 
     notebook_timeout = Integer(1200, help="seconds for the whole notebook").tag(config=True)
     max_output_chars = Integer(512 * 1024, help="output characters kept per cell").tag(config=True)
+    max_notebook_chars = Integer(
+        16 * 2**20, help="output characters kept in the whole notebook"
+    ).tag(config=True)
+    spec_file = Unicode("", help="judge spec (JSON) of the notebook: judge it live").tag(
+        config=True
+    )
+    verdict_file = Unicode("", help="where the verdicts go (JSON)").tag(config=True)
     _deadline: float | None = None
     _kept: dict[int, int] = {}  # characters of output seen per cell index (reset per notebook)
+    _total = 0  # characters of output kept in the notebook
 
     def __init__(self, *args, **kwargs):
         # nbgrader's Execute passes its own kernel manager class as an argument (config loses).
@@ -36,9 +50,42 @@ class GradeExecute(_execute_class()):
         super().__init__(*args, **kwargs)
 
     def preprocess(self, nb: NotebookNode, resources=None, km=None):
+        """nbconvert's ``ExecutePreprocessor.preprocess``, with the tests run on the kernel
+        before it stops."""
+        from nbclient import NotebookClient
+
         self._deadline = time.monotonic() + self.notebook_timeout
-        self._kept = {}
-        return super().preprocess(nb, resources, km)
+        self._kept, self._total = {}, 0
+        NotebookClient.__init__(self, nb, km)
+        self.reset_execution_trackers()
+        self._check_assign_resources(resources)
+        found = None
+        with self.setup_kernel():
+            info_msg = self.wait_for_reply(self.kc.kernel_info())
+            if info_msg:
+                self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
+            for index, cell in enumerate(self.nb.cells):
+                self.preprocess_cell(cell, resources, index)
+            if self.spec_file:
+                found = self._judge()
+        self.set_widgets_metadata()
+        if found is not None and self.verdict_file:
+            from . import notebooks
+
+            notebooks.write_bytes(self.verdict_file, json.dumps(found).encode())
+        return self.nb, self.resources
+
+    def _judge(self) -> dict:
+        from pathlib import Path
+
+        from . import judge
+
+        spec = judge.Spec.from_json(Path(self.spec_file).read_text())
+        try:
+            verdicts, stats = judge.judge_live(spec, self.nb, self.km.get_connection_info())
+        except judge.JudgeError as err:  # a judge cell failed: the course's fault
+            return {"judge_error": str(err)[:2000]}
+        return {"verdicts": verdicts, "session": stats}
 
     def _remaining(self) -> float:
         return (self._deadline or float("inf")) - time.monotonic()
@@ -64,21 +111,44 @@ class GradeExecute(_execute_class()):
             return cell
         return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
-    def output(self, outs, msg, display_id, cell_index):
-        content = msg.get("content", {})
-        size = len(str(content.get("text", ""))) + sum(
-            len(str(v)) for v in content.get("data", {}).values()
-        )
+    def _charge(self, cell_index: int, size: int) -> bool:
+        """Count ``size`` characters against the cell's and the notebook's caps; whether they
+        may be kept."""
         kept = self._kept.get(cell_index, 0)
         self._kept[cell_index] = kept + size
-        if kept + size <= self.max_output_chars:
+        if kept + size > self.max_output_chars or self._total + size > self.max_notebook_chars:
+            return False
+        self._total += size
+        return True
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = _size(msg)
+        kept = self._kept.get(cell_index, 0)
+        if self._charge(cell_index, size):
             return super().output(outs, msg, display_id, cell_index)
         if kept <= self.max_output_chars:  # the first output over the cap: say so, once
             note = NotebookNode(
                 output_type="stream",
                 name="stdout",
                 text=f"\n... output truncated by the autograder ({self.max_output_chars} "
-                "characters kept) ...\n",
+                "characters kept per cell) ...\n",
             )
             outs.append(note)
         return None
+
+    def _update_display_id(self, display_id, msg) -> None:
+        """A display update rewrites every output of that ``display_id``: charged once per
+        output it rewrites, and dropped when a cell or the notebook would go over its cap."""
+        targets = self._display_id_map.get(display_id, {})
+        size = _size(msg)
+        for cell_index, indices in targets.items():
+            if not self._charge(cell_index, size * len(indices)):
+                return
+        super()._update_display_id(display_id, msg)
+
+
+def _size(msg: dict) -> int:
+    content = msg.get("content", {})
+    return len(str(content.get("text", ""))) + sum(
+        len(str(v)) for v in content.get("data", {}).values()
+    )

@@ -16,9 +16,11 @@ This module
   the judge cells, in order (:func:`spec_of`); and the notebook nbgrader sees, without its
   instructor-only cells (:func:`without_instructor_cells`);
 - reads the probes' records out of an executed notebook (:func:`records_of`);
-- runs the judge cells and their checks on those records (:func:`judge_notebook`);
-- runs all that in a child process for a graded student (``python -m autograder.judge``,
-  :func:`judge_in_child`), with a time and memory limit.
+- runs the judge cells and their checks (:func:`judge_notebook`): on those records, and on
+  the student's objects in the notebook's kernel while it still runs (:func:`judge_live`,
+  through ``remote.KernelSession``), in the process that drives the kernel and never runs
+  student code (``gradeexec.GradeExecute`` when grading, ``execute.py`` for the release
+  checks and variants), within :data:`JUDGE_SECONDS`.
 
 Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
 other instructor-only cell (a reference answer or result): both are removed from what
@@ -27,13 +29,9 @@ nbgrader, the release and students ever see.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
 import json
-import shutil
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,8 +48,7 @@ PROBE_MIME = "application/vnd.a3.probe+json"  # course_lib.probe.MIME (a test ke
 JUDGE_TAG = "judge"
 INSTRUCTOR_TAG = "instructor"
 TIMEOUT_ENAME = "CellTimeoutError"
-JUDGE_SECONDS = 300  # the whole judging of one student (every notebook)
-JUDGE_MEMORY_MB = 4096
+JUDGE_SECONDS = 300  # every request of one notebook's tests together
 
 
 class JudgeError(RuntimeError):
@@ -258,20 +255,47 @@ def collect_checks(spec: Spec) -> dict[str, list]:
     return checks
 
 
-def judge_notebook(spec: Spec, nb: NotebookNode) -> dict[str, TestVerdict]:
-    """The verdict on every test of ``spec`` from the executed notebook ``nb``."""
+def judge_notebook(
+    spec: Spec, nb: NotebookNode, student=None, salt: str = ""
+) -> dict[str, TestVerdict]:
+    """The verdict on every test of ``spec`` from the executed notebook ``nb`` and, for the
+    checks that ask the student's objects, ``student`` (a ``course_lib.judging.Student`` on
+    the notebook's live kernel; None: those checks fail as not graded)."""
     from course_lib import judging
 
     checks = collect_checks(spec)
     records = records_of(nb)
+    own_words = "\n".join(j.source for j in spec.judges)
     verdicts = {}
     for gid, test in spec.tests.items():
         record = records[gid] if gid in records else judging.Record(status="not run")
-        results = judging.evaluate(checks.get(gid, []), record)
+        results = judging.evaluate(checks.get(gid, []), record, student, salt, own_words)
         verdicts[gid] = TestVerdict(
             gid, test.points, [asdict(r) for r in results], record.cell_error
         )
     return verdicts
+
+
+def judge_live(spec: Spec, nb: NotebookNode, info: dict, salt: str = "") -> tuple[dict, dict]:
+    """Judge the executed notebook ``nb`` while its kernel (connection ``info``) still runs:
+    the checks ask the kernel through ``remote.KernelSession``. Returns the verdicts as JSON
+    and what the session saw (``requests``, ``answered``, ``broken``, ``seconds``)."""
+    from course_lib import judging
+
+    from .remote import KernelSession
+
+    start = time.perf_counter()
+    with KernelSession(info, deadline_seconds=JUDGE_SECONDS) as session:
+        session.start()
+        student = judging.Student(session)
+        verdicts = verdicts_to_json(judge_notebook(spec, nb, student, salt))
+        stats = {
+            "requests": session.requests,
+            "answered": session.answered,
+            "broken": session.broken or "",
+            "seconds": round(time.perf_counter() - start, 2),
+        }
+    return verdicts, stats
 
 
 def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
@@ -393,63 +417,8 @@ def annotate(path: Path, verdicts: dict[str, TestVerdict]) -> None:
     notebooks.write(nb, path)
 
 
-# --- the child process that judges one student ------------------------------------------------
+# --- specs on disk ------------------------------------------------------------------------
 
 
 def spec_path(specs: Path, name: str) -> Path:
     return specs / f"{name}.json"
-
-
-def judge_files(specs: Path, graded: dict[str, Path]) -> dict[str, dict]:
-    """Judge each executed notebook of ``graded`` (name -> path) against its spec in ``specs``;
-    return ``{name: verdicts as JSON}``."""
-    out = {}
-    for name, path in graded.items():
-        spec = Spec.from_json(spec_path(specs, name).read_text())
-        nb = notebooks.nbformat.read(str(path), as_version=4)
-        out[name] = verdicts_to_json(judge_notebook(spec, nb))
-    return out
-
-
-def judge_in_child(
-    specs: Path, graded: dict[str, Path], env: dict[str, str] | None = None
-) -> dict[str, dict]:
-    """:func:`judge_files` in a child process (``python -m autograder.judge``) with a time and
-    an address-space limit; raises :class:`JudgeError` when it fails."""
-    cmd = [
-        sys.executable, "-m", "autograder.judge", str(specs),
-        *[f"{name}={path}" for name, path in graded.items()],
-    ]  # fmt: skip
-    if shutil.which("prlimit"):  # util-linux; without it the time limit still holds
-        cmd = ["prlimit", f"--as={JUDGE_MEMORY_MB * 2**20}", "--", *cmd]
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=JUDGE_SECONDS)
-    except subprocess.TimeoutExpired as err:
-        raise JudgeError(f"the judge did not finish in {JUDGE_SECONDS} s") from err
-    if proc.returncode != 0:
-        raise JudgeError(f"the judge failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError as err:
-        raise JudgeError(f"the judge's answer is not JSON: {proc.stdout[-500:]}") from err
-    result["_seconds"] = round(time.perf_counter() - start, 2)
-    return result
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="judge executed notebooks (JSON on stdout)")
-    parser.add_argument("specs", type=Path, help="folder of the notebooks' specs (NAME.json)")
-    parser.add_argument("graded", nargs="+", help="NAME=PATH of an executed notebook")
-    args = parser.parse_args()
-    graded = dict(item.split("=", 1) for item in args.graded)
-    try:
-        result = judge_files(args.specs, {k: Path(v) for k, v in graded.items()})
-    except JudgeError as err:
-        print(err, file=sys.stderr)
-        sys.exit(3)
-    json.dump(result, sys.stdout)
-
-
-if __name__ == "__main__":
-    main()

@@ -40,7 +40,7 @@ from nbformat import NotebookNode
 
 from . import intake, judge, nbgrader_dir, notebooks
 from .config import PLACEHOLDERS, Course
-from .execute import execute_in_child
+from .execute import execute_in_child, read_verdicts
 
 # Lines shorter than this (after stripping) are too generic to call a leak ("return x").
 MIN_SECRET_CHARS = 16
@@ -297,6 +297,9 @@ def run_checks(
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         runs = []
+        spec_files = {name: Path(tmp) / f"{name}.spec.json" for name in sources}
+        for name, path in spec_files.items():
+            path.write_text(specs[name].to_json())
         for name in sources:
             for kind, nb in (
                 ("solution", sources[name]),
@@ -306,17 +309,18 @@ def run_checks(
                 notebooks.write(nb, src)
                 runs.append((name, kind, src, Path(tmp) / f"{kind}-{name}.out.ipynb"))
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-            errors = list(pool.map(lambda r: execute_in_child(r[2], r[3], timeout, threads), runs))
+            errors = list(
+                pool.map(
+                    lambda r: execute_in_child(r[2], r[3], timeout, threads, spec_files[r[0]]),
+                    runs,
+                )
+            )
         for (name, kind, _, out), error in zip(runs, errors, strict=True):
             if error:
                 problems.append(f"{name} ({kind}): could not run: {error}")
                 continue
             executed = notebooks.read(out)
-            try:
-                verdicts = judge.judge_notebook(specs[name], executed)
-            except judge.JudgeError as err:
-                problems.append(f"{name} ({kind}): {err}")
-                continue
+            verdicts = read_verdicts(out)
             check = check_solution_run if kind == "solution" else check_blank_run
             problems += check(name, executed, verdicts)
             seconds, slowest = max(cell_seconds(executed), default=(0.0, ""))

@@ -5,7 +5,8 @@ mutant: the scaling left out, the softmax over the wrong axis) or another correc
 instead of ``bmm``). :func:`grade_variants` grades each as the grader grades a student who
 handed it in, without nbgrader or a gradebook: the answers are put into the notebook, its
 tests take their graded form (docstring and probe), it runs in quick mode in a fresh kernel
-(a child process, like the release checks), and the judge decides every check. The tests of
+(a child process, like the release checks), and the judge decides every check, asking that
+kernel for the student's objects before it stops. The tests of
 the course (``tests/test_variants.py``) use it to show that correct variants keep full marks
 and every mutant loses points, behaviour by behaviour.
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from nbformat import NotebookNode
 
 from . import judge, notebooks
-from .execute import execute_in_child
+from .execute import execute_in_child, read_verdicts
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ def grade_variants(
     spec = judge.spec_of(solution, name)
     threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     with tempfile.TemporaryDirectory(prefix="variants-") as tmp:
+        spec_file = Path(tmp) / "spec.json"
+        spec_file.write_text(spec.to_json())
         runs = []
         for i, variant in enumerate(variants):
             src, dst = Path(tmp) / f"{i}.ipynb", Path(tmp) / f"{i}.out.ipynb"
@@ -106,10 +109,10 @@ def grade_variants(
 
         def run(item: tuple[Variant, Path, Path]) -> VariantScore:
             variant, src, dst = item
-            error = execute_in_child(src, dst, timeout, threads)
+            error = execute_in_child(src, dst, timeout, threads, spec_file)
             if error:
                 return VariantScore(variant, error=error)
-            return VariantScore(variant, judge.judge_notebook(spec, notebooks.read(dst)))
+            return VariantScore(variant, read_verdicts(dst))
 
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             return list(pool.map(run, runs))

@@ -7,12 +7,14 @@
    otherwise deletes the student's whole graded folder). The intake staged each notebook with
    its locked and test cells in their graded form, so nbgrader does not overwrite cells
    (``OverwriteCells`` is left out); its kernel runs the student's code and the probes.
-2. Judges every graded notebook in one child process that never ran student code
-   (``judge.py``) and writes the verdicts into the gradebook (each test's score is its
-   passed checks' points, whatever nbgrader concluded from the cell's outputs) and into the
-   graded notebook (each test cell shows its checks, the probes' raw data removed). When the
-   judge fails, the notebooks are scored 0 and the student is left unfinished (``done``
-   false), so the next ``make grade`` grades them again.
+2. Each notebook's tests run right after its cells, while its kernel still runs
+   (``gradeexec.GradeExecute``): they ask the kernel for the student's objects from this
+   process, which never runs student code (``judge.judge_live``, ``remote.py``). The
+   verdicts go into the gradebook (each test's score is its passed checks' points, whatever
+   nbgrader concluded from the cell's outputs) and into the graded notebook (each test cell
+   shows its checks, the probes' raw data removed). When a judge cell fails (the course's
+   fault), the notebooks are scored 0 and the student is left unfinished (``done`` false),
+   so the next ``make grade`` grades them again.
 3. Zeroes in the gradebook the assignment notebooks that were not graded (missing or failed:
    nbgrader would leave them looking like "needs manual grading"). No nbgrader feedback: its
    pages show every test cell's source (the probes); ``feedback.py`` writes the feedback pages
@@ -36,7 +38,9 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -119,18 +123,27 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
 
     errors = _Errors()
     logging.getLogger().addHandler(errors)
+    verdict_dir = Path(tempfile.mkdtemp(prefix="a3-verdicts-"))
     for name in staged:
         start = time.perf_counter()
         entry = {"graded": False, "error": "", "timeouts": [], "seconds": 0.0, "verdicts": {}}
         result["notebooks"][name] = entry
         save()
         coursedir.notebook_id = name
+        verdict_file = verdict_dir / f"{name}.json"
+        cfg.GradeExecute.spec_file = str(judge.spec_path(root / "judges" / assignment, name))
+        cfg.GradeExecute.verdict_file = str(verdict_file)
         try:
             Autograde(coursedir=coursedir, parent=None, config=cfg).start()
             graded = root / "autograded" / student / assignment / f"{name}.ipynb"
             if not graded.exists():
                 raise RuntimeError("nbgrader could not grade this notebook (see the log)")
             entry.update(inspect(graded), graded=True)
+            judged = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+            if "verdicts" in judged:
+                entry["verdicts"], entry["session"] = judged["verdicts"], judged["session"]
+            else:
+                result["judge_error"] = judged.get("judge_error", "the tests did not run")
         except Exception as err:
             entry["error"] = _cause(err, errors.messages)[:500]
             traceback.print_exc()
@@ -138,13 +151,14 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
             errors.messages.clear()
         entry["seconds"] = round(time.perf_counter() - start, 2)
         save()
+    shutil.rmtree(verdict_dir, ignore_errors=True)
 
     graded = {
         name: root / "autograded" / student / assignment / f"{name}.ipynb"
         for name, entry in result["notebooks"].items()
         if entry["graded"]
     }
-    if graded and not judge_student(root, assignment, student, coursedir.db_url, graded, result):
+    if graded and not record_student(root, assignment, student, coursedir.db_url, graded, result):
         save()
         return result
     save()
@@ -156,26 +170,20 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     return result
 
 
-def judge_student(
+def record_student(
     root: Path, assignment: str, student: str, db_url: str, graded: dict[str, Path], result: dict
 ) -> bool:
-    """Judge the ``graded`` notebooks (name -> autograded path) in a child process and record
-    the verdicts (gradebook, graded notebooks, ``result``). On failure score them 0, say why
-    in ``result["judge_error"]`` and return False (the student stays unfinished)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COURSE_QUICK": "1"}
-    try:
-        verdicts = judge.judge_in_child(root / "judges" / assignment, graded, env=env)
-    except judge.JudgeError as err:
+    """Record the verdicts on the ``graded`` notebooks (name -> autograded path): gradebook,
+    graded notebooks, ``result``. When the tests could not run (``result["judge_error"]``, a
+    fault of the course) score them 0 and return False (the student stays unfinished)."""
+    if result.get("judge_error"):
         zero_notebooks(db_url, assignment, student, list(graded))
-        result["judge_error"] = str(err)[:2000]
-        logging.error("judging %s failed: %s", student, err)
+        logging.error("judging %s failed: %s", student, result["judge_error"])
         return False
-    result["judge_seconds"] = verdicts.pop("_seconds", 0.0)
-    for name, data in verdicts.items():
-        found = judge.verdicts_from_json(data)
+    for name, path in graded.items():
+        found = judge.verdicts_from_json(result["notebooks"][name]["verdicts"])
         record_verdicts(db_url, assignment, student, name, found)
-        judge.annotate(graded[name], found)
-        result["notebooks"][name]["verdicts"] = data
+        judge.annotate(path, found)
     return True
 
 

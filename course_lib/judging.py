@@ -3,16 +3,33 @@
 A *judge cell* (a code cell tagged ``judge`` in ``solutions/``) follows its test cell and
 defines that test's checks, one per behaviour, each worth its own points::
 
-    @check("3-D queries: the context has shape (N, k, H)", points=0.05)
-    def _(record):
-        check_shape(record["3d/context"], (3, 4, 7), "the context")
+    @check("z = 1 (update gate closed): h_new = h_prev", points=0.1)
+    def _(student, rng):
+        cell = student.MyGRUCell(5, 7)            # built in the kernel; a Handle here
+        cell.load({**gru_params(rng, 5, 7), "Wiz.bias": torch.full((7,), 30.0)})
+        x, h_prev = rng.randn(3, 5), rng.randn(3, 7).tanh()
+        check_close(cell(x, h_prev), h_prev, "h_new when z = 1 (should be h_prev)")
+
+A check runs in the grader, in a process that never ran student code. It receives by name
+what it asks for:
+
+- ``student``: the student's notebook as a :class:`Student`: ``student.Name`` is the object
+  the notebook defined under ``Name``, held in the kernel and seen here as a :class:`Handle`
+  (call it, read an attribute, load weights, ask for gradients); every call is a request
+  whose reply comes back as plain data (tensors, numbers, strings, lists, dicts) or as a new
+  handle. Inputs are made here (``rng``) and sent; the kernel only answers;
+- ``rng``: an :class:`Inputs`, random inputs and weights drawn in the grader, the same for
+  the same check in every run (so verdicts are reproducible) and never known to the kernel;
+- ``record`` (the older form): what a probe (:mod:`course_lib.probe`) put from inside the
+  kernel, as plain data; a value never put raises :class:`Missing`.
 
 A check passes when it returns and fails with the message of the exception it raises (the
-helpers of :mod:`course_lib.checks` raise ``AssertionError`` saying what was expected).
-``record[key]`` is the value the probe (:mod:`course_lib.probe`) put under ``key``, as plain
-data; a value the probe never put raises :class:`Missing`, whose message says why (the
-student's code raised, the test cell stopped, timed out, or recorded it twice). Checks are
-independent: one failing, or finding its value missing, costs only its own points.
+helpers of :mod:`course_lib.checks` raise ``AssertionError`` saying what was expected). A
+request that fails (the student's code raised, ran too long, returned something unreadable)
+raises :class:`StudentError` with fixed words. Messages are the test author's words and
+numbers the grader computed: a failed check whose message would quote a string from a reply
+is given a fixed message instead (:func:`evaluate`). Checks are independent: one failing
+costs only its own points.
 
 Where judges run:
 
@@ -22,14 +39,17 @@ Where judges run:
   runs on that test's record (:func:`evaluate`). Judge cells above every test cell may define
   the imports and reference helpers the later judges share;
 - **a TA running a solution notebook in Jupyter**: a judge cell runs in the notebook's own
-  kernel right after its test cell, and each check runs at once on what that test cell put,
+  kernel right after its test cell, and each check runs at once (``student`` answered by
+  :class:`course_lib.remote.LocalTransport`, through JSON as the grader's requests travel),
   printing its verdict. A convenience for authors: ``make release`` decides.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,7 +110,7 @@ class Record(Mapping):
             raise Missing(self.why_missing(key))
         value = self.values[key]
         if isinstance(value, probe.Unrecordable):
-            raise Missing(f"{key!r}: your code returned {value.what}, which is not a value")
+            raise Missing(f"{key!r}: your code returned something that is not a plain value")
         return value
 
     def __iter__(self) -> Iterator[str]:
@@ -104,14 +124,15 @@ class Record(Mapping):
         parts = key.split("/")
         for i in range(len(parts) - 1, 0, -1):  # the innermost case that stopped
             error = self.values.get("/".join([*parts[:i], probe.ERROR]))
-            if isinstance(error, str):
-                return f"your code raised {error} (in {'/'.join(parts[:i])})"
+            if isinstance(error, str):  # "Name: message": the kernel's words, never shown
+                return f"{raised_words(error.split(':')[0])} (in {'/'.join(parts[:i])})"
         if self.status == "timeout":
             return f"no result for {key!r}: the test ran out of time"
         if self.status == "not run":
             return f"no result for {key!r}: the test cell did not run"
         if self.cell_error:
-            return f"no result for {key!r}: the test stopped at {self.cell_error}"
+            stopped = raised_words(self.cell_error.split(":")[0])
+            return f"no result for {key!r}: the test stopped ({stopped})"
         return f"no result for {key!r}: the test did not record it"
 
 
@@ -159,23 +180,55 @@ def check(description: str, points: float) -> Callable[[CheckFn], CheckFn]:
     return register
 
 
-def evaluate(checks: list[Check], record: Record) -> list[Result]:
-    """Run each check on ``record``; a check that raises fails with the exception's message."""
+def evaluate(
+    checks: list[Check],
+    record: Record | None = None,
+    student: Student | None = None,
+    salt: str = "",
+    own_words: str = "",
+) -> list[Result]:
+    """Run each check, giving it what it asks for by name (``record``, ``student``, ``rng``);
+    a check that raises fails with the exception's message. ``salt`` varies the grader's
+    inputs (:class:`Inputs`); ``own_words``: the judge cells' source, whose strings a message
+    may quote (any other string of a reply may not: see :meth:`Student.quotes`)."""
+    record = record if record is not None else Record(status="not run")
     results = []
     for item in checks:
+        wants = _parameters(item.fn)
+        kwargs: dict[str, Any] = {}
+        if "record" in wants:
+            kwargs["record"] = record
+        if "rng" in wants:
+            kwargs["rng"] = Inputs(f"{salt}/{item.test}/{item.description}")
+        if student is not None:
+            student.seen.clear()
         try:
-            item.fn(record)
-        except Missing as err:
+            if "student" in wants:
+                if student is None:
+                    raise StudentError("not graded: there was no kernel to ask")
+                kwargs["student"] = student
+            item.fn(**kwargs)
+        except (Missing, StudentError) as err:
             results.append(Result(item.description, item.points, False, str(err)))
         except AssertionError as err:
             message = str(err) or "the check failed"
+            if student is not None and student.quotes(message, own_words):
+                message = "the check failed (its message would quote your code's output)"
             results.append(Result(item.description, item.points, False, message))
-        except Exception as err:  # noqa: BLE001 - unexpected data: the check fails, says why
-            message = f"could not check it: {type(err).__name__}: {err}"
-            results.append(Result(item.description, item.points, False, message[:500]))
+        except Exception as err:  # noqa: BLE001 - unexpected data: the check fails, says how
+            kind = type(err).__name__
+            message = f"could not check it: the result is not what the test can read ({kind})"
+            results.append(Result(item.description, item.points, False, message))
         else:
             results.append(Result(item.description, item.points, True))
     return results
+
+
+def _parameters(fn: CheckFn) -> set[str]:
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return {"record"}
 
 
 def record_from(encoded: Mapping[str, Any], cell_error: str | None = None) -> Record:
@@ -190,7 +243,8 @@ def record_from(encoded: Mapping[str, Any], cell_error: str | None = None) -> Re
 
 
 def _run_inline(description: str, points: float, fn: CheckFn) -> None:
-    """Run one check at once on what the cell before this one put (a TA's notebook)."""
+    """Run one check at once in a TA's notebook: on the notebook's own objects (``student``,
+    through :class:`course_lib.remote.LocalTransport`) or on what the cell before put."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover
@@ -198,17 +252,264 @@ def _run_inline(description: str, points: float, fn: CheckFn) -> None:
     shell = get_ipython()
     if shell is None:
         return
-    previous = shell.execution_count - 1
-    encoded = probe.records_of_cell(previous)
-    last = getattr(shell, "last_execution_result", None)
-    error = getattr(last, "error_in_exec", None) if last is not None else None
-    record = record_from(encoded, f"{type(error).__name__}: {error}" if error else None)
-    if not encoded and error is None:
-        print(f"(judge) {description}: run the test cell above first")
-        return
-    (result,) = evaluate([Check("", description, points, fn)], record)
+    from . import remote
+
+    student = Student(remote.LocalTransport(shell.user_ns))
+    wants = _parameters(fn)
+    record = None
+    if "record" in wants:
+        previous = shell.execution_count - 1
+        encoded = probe.records_of_cell(previous)
+        last = getattr(shell, "last_execution_result", None)
+        error = getattr(last, "error_in_exec", None) if last is not None else None
+        record = record_from(encoded, f"{type(error).__name__}: {error}" if error else None)
+        if not encoded and error is None:
+            print(f"(judge) {description}: run the test cell above first")
+            return
+    (result,) = evaluate([Check("", description, points, fn)], record, student)
     mark = "PASS" if result.passed else "FAIL"
     print(
         f"(judge) {mark} {result.score:g}/{points:g} {description}"
         + (f": {result.message}" if result.message else "")
     )
+
+
+# --- the student's objects, held in the kernel --------------------------------------------
+
+# Exceptions named in messages; any other name (a class the student defined) is not quoted.
+KNOWN_ERRORS = frozenset(
+    """ArithmeticError AssertionError AttributeError EOFError Exception FloatingPointError
+    ImportError IndexError KeyError LookupError MemoryError ModuleNotFoundError NameError
+    NotImplementedError OSError OverflowError RecursionError RuntimeError StopIteration
+    TypeError UnboundLocalError ValueError ZeroDivisionError""".split()
+)
+FAILED_WORDS = {
+    "timeout": "your code did not answer in time (it was interrupted)",
+    "unreadable": "your code's reply could not be read (too large, or not a value)",
+    "dead": "the kernel stopped answering (a crash, an exit or the memory limit)",
+    "unavailable": "the notebook could not be asked (it did not run to the end)",
+}
+
+
+def raised_words(name: str) -> str:
+    """What a failed call is called in a message: the exception's name only when it is one
+    of Python's own (:data:`KNOWN_ERRORS`)."""
+    name = name.strip()
+    if name == "KeyboardInterrupt":
+        return FAILED_WORDS["timeout"]
+    if name == "NotImplementedError":
+        return "your code raised NotImplementedError (is the answer cell completed?)"
+    if name in KNOWN_ERRORS:
+        return f"your code raised {name}"
+    return "your code raised an exception"
+
+
+class StudentError(AssertionError):
+    """A request about the student's code failed; the message is the course's own words."""
+
+
+class Student:
+    """The student's notebook, seen from the grader: ``student.Name`` asks the kernel for the
+    object the notebook defined as ``Name`` and returns it as plain data or a :class:`Handle`.
+
+    ``transport.request(dict) -> dict`` carries one request (``autograder.remote`` to a
+    grading kernel, :class:`course_lib.remote.LocalTransport` in a TA's notebook)."""
+
+    def __init__(self, transport: Any):
+        self._transport = transport
+        self.seen: set[str] = set()  # strings read from replies while the current check runs
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        reply = self._ask({"op": "get", "name": name}, missing=f"the notebook defines no {name}")
+        return reply
+
+    def _ask(self, request: dict, missing: str = "") -> Any:
+        """Send ``request``; the decoded ``ok`` value, or :class:`StudentError`."""
+        try:
+            reply = self._transport.request(request)
+        except Exception as err:  # the transport's fixed reasons (autograder.remote)
+            reason = getattr(err, "reason", "unreadable")
+            raise StudentError(FAILED_WORDS.get(reason, FAILED_WORDS["unreadable"])) from None
+        if not isinstance(reply, dict) or len(reply) != 1:
+            raise StudentError(FAILED_WORDS["unreadable"])
+        if "raised" in reply:
+            name = reply["raised"] if isinstance(reply["raised"], str) else ""
+            if name == "NameError" and missing:
+                raise StudentError(missing)
+            raise StudentError(raised_words(name))
+        if "ok" not in reply:
+            raise StudentError(FAILED_WORDS["unreadable"])
+        return self._decode(reply["ok"])
+
+    def _decode(self, data: Any, depth: int = 0) -> Any:
+        if depth > probe.MAX_DEPTH + 2:
+            raise StudentError(FAILED_WORDS["unreadable"])
+        if isinstance(data, dict) and len(data) == 1:
+            ((kind, body),) = data.items()
+            if kind == "ref" and type(body) is int:
+                return Handle(self, body, ())
+            if kind == "list" and isinstance(body, list):
+                return [self._decode(v, depth + 1) for v in body]
+            if kind == "dict" and isinstance(body, dict):
+                self.seen.update(str(k) for k in body)
+                return {str(k): self._decode(v, depth + 1) for k, v in body.items()}
+        try:
+            value = probe.decode(data)
+        except Exception:  # noqa: BLE001 - DecodeError, or shapes numpy refuses
+            raise StudentError(FAILED_WORDS["unreadable"]) from None
+        if isinstance(value, str):
+            self.seen.add(value)
+        if isinstance(value, probe.Unrecordable):
+            raise StudentError("your code returned something that is not a plain value")
+        return value
+
+    def _encode(self, value: Any, depth: int = 0) -> Any:
+        if isinstance(value, Handle):
+            return {"ref": value._materialise()}
+        if depth < probe.MAX_DEPTH and isinstance(value, (list, tuple)):
+            return {"list": [self._encode(v, depth + 1) for v in value]}
+        if depth < probe.MAX_DEPTH and isinstance(value, dict):
+            return {"dict": {str(k): self._encode(v, depth + 1) for k, v in value.items()}}
+        return probe.encode(value)
+
+    def quotes(self, message: str, own_words: str = "") -> bool:
+        """Whether ``message`` holds a string read from a reply during this check (one that
+        is not in ``own_words``, the judge's own source)."""
+        return any(
+            len(text) >= 3 and text in message and text not in own_words for text in self.seen
+        )
+
+
+class Handle:
+    """An object held in the student's kernel (``path``: attributes below it, not yet read).
+
+    ``h(*args, **kwargs)`` calls it; ``h.name`` is the attribute (another handle: read its
+    value with :meth:`get`); :meth:`params`, :meth:`load`, :meth:`state` and :meth:`grad`
+    serve modules. Arguments may be tensors, numbers, strings, lists, dicts and handles."""
+
+    __slots__ = ("_student", "_ref", "_path")
+
+    def __init__(self, student: Student, ref: int, path: tuple[str, ...]):
+        self._student, self._ref, self._path = student, ref, path
+
+    def __getattr__(self, name: str) -> Handle:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Handle(self._student, self._ref, (*self._path, name))
+
+    def __repr__(self) -> str:
+        return "<an object of the student's kernel>"
+
+    def _target(self) -> dict:
+        return {"target": self._ref, "path": list(self._path)}
+
+    def _materialise(self) -> int:
+        """The handle number of this object itself (an attribute is read first)."""
+        if not self._path:
+            return self._ref
+        value = self.get()
+        if not isinstance(value, Handle):
+            raise StudentError("an attribute the test needs is a plain value, not an object")
+        return value._ref
+
+    def get(self) -> Any:
+        """The value of this attribute (plain data, or a handle)."""
+        return self._student._ask({"op": "attr", **self._target()})
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._student._ask({"op": "call", **self._target(), **self._arguments(args, kwargs)})
+
+    def _arguments(self, args: tuple, kwargs: dict) -> dict:
+        encode = self._student._encode
+        return {
+            "args": [encode(a) for a in args],
+            "kwargs": {k: encode(v) for k, v in kwargs.items()},
+        }
+
+    def params(self) -> dict[str, tuple[tuple[int, ...], bool]]:
+        """``{name: (shape, requires_grad)}`` of this module's parameters."""
+        found = self._student._ask({"op": "params", "target": self._materialise()})
+        try:
+            return {str(n): (tuple(int(d) for d in shape), bool(rg)) for n, shape, rg in found}
+        except (TypeError, ValueError):
+            raise StudentError(FAILED_WORDS["unreadable"]) from None
+
+    def load(self, params: dict[str, Any]) -> None:
+        """Copy tensors into this module's parameters, by name (each must exist, same shape)."""
+        data = {name: probe.encode(value) for name, value in params.items()}
+        self._student._ask(
+            {"op": "load", "target": self._materialise(), "params": data},
+            missing="",
+        )
+
+    def state(self) -> dict[str, Any]:
+        """``{name: tensor}`` of this module's parameters, as they are now."""
+        found = self._student._ask({"op": "state", "target": self._materialise()})
+        if not isinstance(found, dict):
+            raise StudentError(FAILED_WORDS["unreadable"])
+        return found
+
+    def grad(
+        self,
+        *args: Any,
+        cotangent: Any,
+        wrt: tuple = (),
+        params_of: Handle | None = None,
+        output: tuple[int, ...] = (),
+        **kwargs: Any,
+    ) -> Gradients:
+        """Call with ``args`` and differentiate ``sum(out * cotangent)`` (``out``: the result,
+        or its part ``output``, e.g. ``(0,)`` for the first of a pair) with respect to the
+        arguments ``wrt`` (positions or keywords) and the parameters of ``params_of``."""
+        request = {"op": "call", **self._target(), **self._arguments(args, kwargs)}
+        request["grad"] = {
+            "wrt": list(wrt),
+            "params_of": params_of._materialise() if params_of is not None else None,
+            "output": list(output),
+            "cotangent": probe.encode(cotangent),
+        }
+        found = self._student._ask(request)
+        if not isinstance(found, dict) or set(found) != {"value", "grads", "param_grads"}:
+            raise StudentError(FAILED_WORDS["unreadable"])
+        return Gradients(found["value"], list(found["grads"]), dict(found["param_grads"]))
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """What :meth:`Handle.grad` returns: the call's value, the gradients of the arguments
+    asked for (None: no gradient reached it) and of each parameter by name."""
+
+    value: Any
+    inputs: list[Any]
+    params: dict[str, Any]
+
+
+class Inputs:
+    """Random inputs and weights drawn by the grader (the ``rng`` of a check): one generator
+    per check, seeded from the check's name (and a salt), so every run draws the same."""
+
+    def __init__(self, name: str):
+        import torch
+
+        self.generator = torch.Generator().manual_seed(zlib.crc32(name.encode()) * 7919 + 17)
+
+    def randn(self, *shape: int, scale: float = 1.0):
+        import torch
+
+        return torch.randn(shape, generator=self.generator) * scale
+
+    def rand(self, *shape: int):
+        import torch
+
+        return torch.rand(shape, generator=self.generator)
+
+    def randint(self, high: int, *shape: int, low: int = 0):
+        import torch
+
+        return torch.randint(low, high, shape, generator=self.generator)
+
+    def params(self, shapes: dict[str, tuple[int, ...]], scale: float = 0.5) -> dict:
+        """A tensor of each shape, normal values times ``scale``, in the order given."""
+        return {name: self.randn(*shape, scale=scale) for name, shape in shapes.items()}

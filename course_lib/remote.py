@@ -1,0 +1,215 @@
+"""The kernel's side of a graded test: it answers the grader's requests, and nothing more.
+
+When grading, a test never runs in the student's kernel. The grader, in a process that ran no
+student code, holds the student's classes and functions as *remote objects*
+(:class:`course_lib.judging.Handle`) and sends requests: look up a name the notebook defined,
+call it with these inputs, load these weights, give back these gradients. This module is the
+small dispatcher that answers them in the kernel:
+
+- :func:`attach` registers it as the Jupyter comm target :data:`TARGET` (the grader runs
+  ``import course_lib.remote`` once, silently, after the notebook ran); each comm message is
+  one request, and the reply is sent back on that comm, tied to that request by the Jupyter
+  protocol: nothing the student's code prints, displays or clears is a reply;
+- :func:`answer` reads one request (plain JSON: tensors as :mod:`course_lib.probe` encodes
+  them, objects as handle numbers) and returns its reply: ``{"ok": value}`` or
+  ``{"raised": exception type name}``. Objects that are not plain data (a model, a bound
+  method) stay in the kernel in a table of this module and travel as ``{"ref": n}``.
+
+It reads names from the student's namespace only as dictionary entries (``user_ns[name]``,
+the one thing a request asks for), never through its own name look-ups: its functions use
+this module's globals and builtins, so a student's ``for type, text in ...`` or ``sum = 0``
+changes nothing here. Code in the kernel can still rewrite this module; the grader treats
+every reply as the student's answer and checks it, so that buys nothing but a wrong answer.
+
+Requests (``op``):
+
+``get`` ``{"name"}``                     the notebook's global ``name``
+``call`` ``{"target", "path", "args", "kwargs", "grad"?}``
+                                         call ``target.path...`` (``grad``: see :func:`_call`)
+``attr`` ``{"target", "path"}``          the attribute ``target.path...``
+``params`` ``{"target"}``                ``[[name, shape, requires_grad], ...]`` of a module
+``load`` ``{"target", "params"}``        copy tensors into a module's parameters, by name
+``state`` ``{"target"}``                 ``{name: tensor}`` of a module's parameters
+``free`` ``{"refs"}``                    forget handles
+
+:class:`LocalTransport` answers the same requests in the same process (a TA running a
+solution notebook's judge cells in Jupyter): through JSON, so what a check sees is what the
+grader would see.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import probe
+
+TARGET = "a3.remote"
+MAX_HANDLES = 10_000  # objects kept for the grader at once (a request that makes more fails)
+
+_handles: dict[int, Any] = {}
+_counter = [0]
+
+
+def attach() -> None:
+    """Register the dispatcher with this kernel (the grader runs this, after the notebook)."""
+    from IPython import get_ipython
+
+    get_ipython().kernel.comm_manager.register_target(TARGET, _opened)
+
+
+def _opened(comm, _msg) -> None:
+    def on_msg(msg) -> None:
+        comm.send(answer(msg["content"]["data"], _user_ns()))
+
+    comm.on_msg(on_msg)
+
+
+def _user_ns() -> dict:
+    from IPython import get_ipython
+
+    return get_ipython().user_ns
+
+
+def answer(request: Any, namespace: dict) -> dict:
+    """The reply to one request, as JSON-ready data (never raises)."""
+    try:
+        return {"ok": _dispatch(request, namespace)}
+    except BaseException as err:  # noqa: BLE001 - the student's code failed: say which way
+        return {"raised": err.__class__.__name__[:80]}
+
+
+def _dispatch(request: dict, namespace: dict) -> Any:
+    op = request["op"]
+    if op == "get":
+        name = request["name"]
+        if name not in namespace:
+            raise NameError(name)
+        return _out(namespace[name])
+    if op == "free":
+        for ref in request["refs"]:
+            _handles.pop(ref, None)
+        return probe.encode(None)
+    target = _resolve(_handles[request["target"]], request.get("path", []))
+    if op == "attr":
+        return _out(target)
+    if op == "call":
+        return _call(target, request)
+    if op == "params":
+        found = [[n, list(p.shape), bool(p.requires_grad)] for n, p in target.named_parameters()]
+        return probe.encode(found)
+    if op == "state":
+        return {"dict": {n: probe.encode(p) for n, p in target.named_parameters()}}
+    if op == "load":
+        _load(target, request["params"])
+        return probe.encode(None)
+    raise ValueError(op)
+
+
+def _resolve(obj: Any, path: list[str]) -> Any:
+    for name in path:
+        obj = getattr(obj, name)
+    return obj
+
+
+def _call(fn: Any, request: dict) -> Any:
+    """Call ``fn`` with the request's arguments. With ``grad`` (``{"wrt": [arg index or
+    keyword], "params_of": ref or None, "output": [index...], "cotangent": tensor}``), also
+    differentiate ``sum(output * cotangent)``: with respect to those arguments and to every
+    parameter of the module ``params_of``; reply ``{"value", "grads", "param_grads"}``."""
+    args = [_in(a) for a in request.get("args", [])]
+    kwargs = {k: _in(v) for k, v in request.get("kwargs", {}).items()}
+    grad = request.get("grad")
+    if grad is None:
+        return _out(fn(*args, **kwargs))
+    import torch
+
+    wrt = []
+    for key in grad["wrt"]:
+        tensor = args[key] if isinstance(key, int) else kwargs[key]
+        tensor.requires_grad_(True)
+        wrt.append(tensor)
+    module = _handles[grad["params_of"]] if grad.get("params_of") is not None else None
+    named = list(module.named_parameters()) if module is not None else []
+    value = fn(*args, **kwargs)
+    selected = value
+    for index in grad.get("output", []):
+        selected = selected[index]
+    cotangent = probe.decode(grad["cotangent"])
+    if not isinstance(selected, torch.Tensor) or tuple(selected.shape) != tuple(cotangent.shape):
+        raise ValueError("output")
+    inputs = wrt + [p for _, p in named if p.requires_grad]
+    total = (selected * cotangent.to(selected.dtype)).sum()
+    found = torch.autograd.grad(total, inputs, allow_unused=True) if inputs else []
+    grads = [probe.encode(g) for g in found[: len(wrt)]]  # None: no gradient reached it
+    trainable = iter(found[len(wrt) :])
+    param_grads = {}
+    for name, p in named:
+        param_grads[name] = probe.encode(next(trainable) if p.requires_grad else None)
+    reply = {"value": _out(value), "grads": {"list": grads}, "param_grads": {"dict": param_grads}}
+    return {"dict": reply}
+
+
+def _load(module: Any, params: dict) -> None:
+    import torch
+
+    own = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, data in params.items():
+            value = probe.decode(data)
+            if name not in own or tuple(own[name].shape) != tuple(value.shape):
+                raise KeyError(name)
+            own[name].copy_(value.to(own[name].dtype))
+
+
+def _in(data: Any) -> Any:
+    """A request's argument: plain data (see :func:`probe.decode`), handles resolved."""
+    if isinstance(data, dict) and set(data) == {"ref"}:
+        return _handles[data["ref"]]
+    if isinstance(data, dict) and set(data) == {"list"}:
+        return [_in(v) for v in data["list"]]
+    if isinstance(data, dict) and set(data) == {"tuple"}:
+        return tuple(_in(v) for v in data["tuple"])
+    if isinstance(data, dict) and set(data) == {"dict"}:
+        return {k: _in(v) for k, v in data["dict"].items()}
+    return probe.decode(data)
+
+
+def _out(value: Any, depth: int = 0) -> Any:
+    """``value`` as reply data: plain values encoded, anything else kept as a handle."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if isinstance(value, (list, tuple)) and depth < probe.MAX_DEPTH:
+        return {"list": [_out(v, depth + 1) for v in list(value)[:10_000]]}
+    if (
+        isinstance(value, dict)
+        and depth < probe.MAX_DEPTH
+        and all(isinstance(k, str) for k in value)
+    ):
+        return {"dict": {k: _out(v, depth + 1) for k, v in list(value.items())[:10_000]}}
+    plain = value is None or isinstance(value, (bool, int, float, str))
+    if torch is not None and isinstance(value, torch.Tensor):
+        plain = True
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic)):
+        plain = value.dtype != object
+    if plain:
+        return probe.encode(value, depth)
+    if len(_handles) >= MAX_HANDLES:
+        raise MemoryError
+    _counter[0] += 1
+    _handles[_counter[0]] = value
+    return {"ref": _counter[0]}
+
+
+class LocalTransport:
+    """Answers requests in this process, through JSON as the wire would carry them (a TA's
+    notebook, where the judge cells run in the notebook's own kernel)."""
+
+    def __init__(self, namespace: dict | None = None):
+        self.namespace = namespace if namespace is not None else _user_ns()
+
+    def request(self, request: dict) -> dict:
+        wire = json.loads(json.dumps(request))
+        return json.loads(json.dumps(answer(wire, self.namespace)))

@@ -1,0 +1,209 @@
+"""Tests that hold the student's objects: the grader asks a live kernel, the kernel only answers.
+
+A small notebook runs in a real kernel (``autograder.execute``, as the release checks and the
+variants run notebooks); its tests then ask that kernel for the student's function and class
+(``course_lib.remote`` answers, ``autograder.remote`` asks). What the student's code prints,
+displays, clears or forges never becomes a reply; failures cost their own checks, with the
+course's words only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from nbformat.v4 import new_code_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from autograder import judge  # noqa: E402
+from autograder.execute import execute_in_child, read_verdicts  # noqa: E402
+from course_lib import judging, remote  # noqa: E402
+
+
+def _test_cell(gid: str, source: str, points: float) -> nbformat.NotebookNode:
+    meta = {"grade": True, "grade_id": gid, "locked": True, "points": points, "solution": False,
+            "schema_version": 3}  # fmt: skip
+    return new_code_cell(source, metadata={"nbgrader": meta})
+
+
+def _judge_cell(source: str) -> nbformat.NotebookNode:
+    cell = new_code_cell(source)
+    cell.metadata["tags"] = ["judge"]
+    return cell
+
+
+JUDGES = [
+    _judge_cell(
+        "import torch\nfrom torch import nn\n\nfrom course_lib.checks import check_close\n"
+        "from course_lib.judging import check\n"
+    ),
+    _test_cell("test_scale", '"""scale(x) doubles x; Lin is a linear layer."""', 1.0),
+    _judge_cell(
+        '@check("scale doubles a tensor the grader drew", points=0.25)\n'
+        "def _(student, rng):\n"
+        "    x = rng.randn(3, 4)\n"
+        '    check_close(student.scale(x), 2 * x, "scale(x)")\n\n\n'
+        '@check("Lin computes x W^T + b with the weights the grader loads", points=0.25)\n'
+        "def _(student, rng):\n"
+        "    lin = student.Lin(4, 2)\n"
+        '    params = rng.params({"w.weight": (2, 4), "w.bias": (2,)})\n'
+        "    lin.load(params)\n"
+        "    x = rng.randn(5, 4)\n"
+        '    expected = x @ params["w.weight"].T + params["w.bias"]\n'
+        '    check_close(lin(x), expected, "Lin(4, 2)(x)")\n\n\n'
+        '@check("every weight of Lin receives a gradient", points=0.25)\n'
+        "def _(student, rng):\n"
+        "    lin = student.Lin(4, 2)\n"
+        "    x = rng.randn(5, 4)\n"
+        "    grads = lin.grad(x, cotangent=torch.ones(5, 2), params_of=lin)\n"
+        '    dead = [n for n, g in grads.params.items() if g is None or not g.abs().sum()]\n'
+        '    assert not dead, "a weight of Lin gets no gradient"\n\n\n'
+        '@check("a message that quotes a reply is replaced", points=0.25)\n'
+        "def _(student):\n"
+        '    assert False, f"got {student.label(0)}"\n'
+    ),
+]
+
+HONEST = """
+import torch
+from torch import nn
+
+def scale(x):
+    print("debugging scale", x.shape)  # an honest debug print
+    return 2 * x
+
+class Lin(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.w = nn.Linear(i, o)
+
+    def forward(self, x):
+        return self.w(x)
+
+def label(i):
+    return "a string the student chose"
+
+for type, text in [(1, "shadowed builtins")]:
+    sum = 0
+"""
+
+FORGER = """
+import torch
+from IPython.display import clear_output, display
+from course_lib import probe, remote
+
+def scale(x):
+    clear_output()
+    display({"application/vnd.a3.probe+json": {"key": "x", "value": probe.encode(2 * x)}},
+            raw=True)
+    print("A3 forged reply: ok")
+    raise NotImplementedError
+
+class Lin:
+    pass
+
+def label(i):
+    return "x"
+"""
+
+
+def _notebook(student_code: str) -> nbformat.NotebookNode:
+    return new_notebook(cells=[new_code_cell(student_code), *JUDGES])
+
+
+SOLUTION = _notebook(HONEST)
+SPEC = judge.spec_of(SOLUTION, "nb")
+
+
+def _graded(tmp_path: Path, student_code: str) -> dict[str, judge.TestVerdict]:
+    src, dst = tmp_path / "nb.ipynb", tmp_path / "nb.out.ipynb"
+    nb = judge.without_instructor_cells(_notebook(student_code))
+    nbformat.write(nb, src)
+    (tmp_path / "spec.json").write_text(SPEC.to_json())
+    assert execute_in_child(src, dst, timeout=60, spec=tmp_path / "spec.json") == ""
+    return read_verdicts(dst)
+
+
+@pytest.mark.slow
+def test_checks_ask_the_live_kernel_for_the_students_objects(tmp_path):
+    verdict = _graded(tmp_path, HONEST)["test_scale"]
+    passed = {c["description"]: c["passed"] for c in verdict.checks}
+    assert passed == {
+        "scale doubles a tensor the grader drew": True,
+        "Lin computes x W^T + b with the weights the grader loads": True,
+        "every weight of Lin receives a gradient": True,
+        "a message that quotes a reply is replaced": False,
+    }
+    (quoting,) = verdict.lost()
+    assert "a string the student chose" not in quoting["message"]
+    assert quoting["message"] == "the check failed (its message would quote your code's output)"
+
+
+@pytest.mark.slow
+def test_what_the_kernel_prints_displays_or_clears_is_no_reply(tmp_path):
+    verdict = _graded(tmp_path, FORGER)["test_scale"]
+    assert verdict.score == 0
+    messages = " ".join(c["message"] for c in verdict.checks)
+    assert "forged" not in messages and "A3" not in messages
+    assert "your code raised NotImplementedError" in messages
+
+
+def test_a_local_transport_answers_as_the_grader_would():
+    """A TA's notebook: the same requests, answered in-process through JSON."""
+    namespace = {"double": lambda x: 2 * x, "broken": lambda: 1 / 0}
+    student = judging.Student(remote.LocalTransport(namespace))
+    assert torch.equal(student.double(torch.arange(3)), torch.tensor([0, 2, 4]))
+    with pytest.raises(judging.StudentError, match="your code raised ZeroDivisionError"):
+        student.broken()
+    with pytest.raises(judging.StudentError, match="the notebook defines no absent"):
+        student.absent  # noqa: B018
+
+
+def test_replies_are_data_or_handles_never_the_kernels_words():
+    class Secret(Exception):
+        pass
+
+    def raises_custom():
+        raise Secret("the hidden answer is 42")
+
+    namespace = {"custom": raises_custom, "huge": lambda: torch.zeros(2000, 1000)}
+    student = judging.Student(remote.LocalTransport(namespace))
+    with pytest.raises(judging.StudentError) as err:
+        student.custom()
+    assert str(err.value) == "your code raised an exception"
+    with pytest.raises(judging.StudentError, match="not a plain value"):
+        student.huge()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"ok": {"tensor": {"dtype": "float32", "shape": [0, 10**19], "data": ""}}},
+        {"ok": {"tensor": {"dtype": "float32", "shape": [2**40, 2**40], "data": ""}}},
+        {"ok": {"tensor": {"dtype": "complex", "shape": [1], "data": "AAAA"}}},
+        {"ok": {"ref": "1"}},
+        {"ok": [1, 2]},
+        {"raised": ["not", "a", "name"]},
+        {"something": "else"},
+        "not a dict",
+    ],
+)
+def test_a_malformed_reply_fails_its_check_only(reply):
+    class Fixed:
+        def request(self, _request):
+            return reply
+
+    student = judging.Student(Fixed())
+    checks = [
+        judging.Check("t", "reads the reply", 0.5, lambda student: student.anything()),
+        judging.Check("t", "needs no reply", 0.5, lambda rng: rng.randn(2)),
+    ]
+    results = judging.evaluate(checks, student=student)
+    assert [r.passed for r in results] == [False, True]
+    assert results[0].message.startswith(("your code", "could not check it"))

@@ -20,18 +20,29 @@ Uploads are hostile, so (the zip is read with :mod:`zipfile`, member by member):
 - an uploaded ``.zip`` is opened into its uploader's folder only: its ``.ipynb`` members go
   there by base name (checked like ``file_id``), the names inside it are never matched against
   the pattern, and archives inside it are not opened;
-- :class:`ZipLimits`: 50 MB per file, 2 GB in all, 10,000 members (nested ones included),
-  counted while decompressing, never from the sizes the zip declares: a zip bomb is refused
-  after 50 MB, in well under a second and a few MB of memory;
+- budgets are per student (:class:`ZipLimits`): 50 MB per file, 300 MB and 2,000 members per
+  student (their members in the download and in their own uploaded ``.zip`` files, the ``.zip``
+  itself included), counted while decompressing, never from the sizes the zip declares, and
+  kept whether the file is or not: a zip bomb is refused after 50 MB, in well under a second and
+  a few MB of memory. A student past their budget loses only their own excess members (each
+  reported, and the student named as over budget); every other student is collected in full.
+  An uploaded ``.zip`` whose index declares more members than a whole budget is not opened;
+- there is no download-wide budget: a download holds as many students as the class has (the
+  LMS's doing, not an uploader's), and each one can cost at most their own budget, so a cap on
+  the whole would only let early students starve later ones. Instead, as the disk's safety
+  bound, a member is read only while the disk holding ``submitted/`` has 1 GB free beyond a
+  whole student's budget; below that the collect stops and writes nothing (CollectError);
 - nothing is written outside ``submitted/``; files get mode 0644 and folders 0755 whatever the
   zip says; links, folders, devices and encrypted members are skipped;
 - a member that breaks a rule is skipped and reported, and the rest of the class is collected.
   When a student has the same file name twice, the later readable copy in the zip wins (the
   zip's order is the LMS's; the earlier copy is reported as replaced).
 
-The report lists, per student, what was collected, then every skipped member and why. The
-command fails (exit 1, :class:`CollectError`) only when nothing could be collected: not a zip,
-an empty one, no member matching the pattern, every matching member refused.
+The report lists, per student, what was collected, then the students over their budget (those
+collected in part and those not collected at all), then every skipped member and why: fixed
+text naming the member as the download names it, never a file's content. The command fails
+(exit 1, :class:`CollectError`) only when nothing could be collected: not a zip, an empty one,
+no member matching the pattern, every matching member refused, the disk too full.
 
 Nothing is lost: ``submitted/`` is copied to ``backups/submitted-<time>/`` before anything is
 written. Every student with a file collected has their ``<assignment>`` folder replaced as a
@@ -85,11 +96,25 @@ Planned = tuple[zipfile.ZipInfo, str, str]  # an outer member to read, its stude
 
 @dataclass(frozen=True)
 class ZipLimits:
-    """What one ``collect`` reads at most: bytes as decompressed, members outer and nested."""
+    """What ``collect`` reads at most, as decompressed. Per file, then per student: the bytes
+    and members of one student's uploads (outer members and those of their uploaded ``.zip``).
+    300 MB is the assignment's six notebooks each at the per-file limit (real ones are well
+    under 1 MB); 2,000 members is far more than a zipped project folder of a few notebooks.
+    ``disk_reserve``: what the disk of ``submitted/`` keeps free beyond one student's budget."""
 
     file_bytes: int = 50 * MB
-    total_bytes: int = 2048 * MB
-    members: int = 10_000
+    student_bytes: int = 300 * MB
+    student_members: int = 2_000
+    disk_reserve: int = 1024 * MB
+
+    @property
+    def members(self) -> int:
+        """The members one collection of a single student may look at (as Gradescope's)."""
+        return self.student_members
+
+    def budget_text(self) -> str:
+        """The per-student budget as the report prints it."""
+        return f"{size_text(self.student_bytes)} and {self.student_members:,} members per student"
 
 
 class CollectError(Exception):
@@ -101,14 +126,24 @@ class Refused(Exception):
 
 
 @dataclass
+class Spent:
+    """What one student's members cost so far: bytes decompressed, members looked at."""
+
+    bytes: int = 0
+    members: int = 0
+
+
+@dataclass
 class Collection:
-    """One ``collect`` under way: where it writes, what it read and what it skipped."""
+    """One ``collect`` under way: where it writes, what each student spent, what it read and
+    what it skipped."""
 
     staging: Path
     assignment: str
     limits: ZipLimits
-    members: int = 0  # members looked at, outer and nested
-    total: int = 0  # bytes decompressed
+    members: int = 0  # members charged, outer and nested, all students
+    spent: dict[str, Spent] = field(default_factory=dict)  # student -> their budget spent
+    over_budget: set[str] = field(default_factory=set)  # students who lost members to it
     files: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> file -> member
     named: set[str] = field(default_factory=set)  # students with a matching member
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (member, why)
@@ -116,11 +151,38 @@ class Collection:
     def student_dir(self, student: str) -> Path:
         return self.staging / student / self.assignment
 
-    def count_member(self) -> None:
-        """One more member looked at: Refused past the limit."""
+    def over(self, student: str | None, why: str) -> Refused:
+        """Refused for ``why``, ``student`` noted as over their budget."""
+        if student is not None:
+            self.over_budget.add(student)
+        return Refused(why)
+
+    def count_member(self, student: str | None = None) -> None:
+        """One more member of ``student``: Refused past their budget of members. ``None``: a
+        collection of one student (Gradescope's), where every member counted is theirs."""
         self.members += 1
-        if self.members > self.limits.members:
-            raise Refused(f"not read: over the limit of {self.limits.members:,} members")
+        count = self.members
+        if student is not None:
+            spent = self.spent.setdefault(student, Spent())
+            spent.members += 1
+            count = spent.members
+        if count > self.limits.student_members:
+            limit = self.limits.student_members
+            raise self.over(student, f"not read: over the budget of {limit:,} members per student")
+
+    def check_room(self, student: str) -> None:
+        """Refused when ``student`` has no bytes of their budget left to read a member with."""
+        if self.spent.setdefault(student, Spent()).bytes >= self.limits.student_bytes:
+            limit = size_text(self.limits.student_bytes)
+            raise self.over(student, f"not read: the budget of {limit} per student is spent")
+
+    def charge(self, student: str, n: int) -> None:
+        """``n`` more bytes decompressed for ``student``: Refused past their budget."""
+        spent = self.spent.setdefault(student, Spent())
+        spent.bytes += n
+        if spent.bytes > self.limits.student_bytes:
+            limit = size_text(self.limits.student_bytes)
+            raise self.over(student, f"over the budget of {limit} uncompressed per student")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,23 +273,23 @@ def open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
         raise Refused(f"unreadable: {err}") from err
 
 
-def copy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, run: Collection) -> None:
+def copy_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, student: str, run: Collection
+) -> None:
     """Decompress ``info`` into the new file ``dest`` (mode 0644), counting every byte against
-    the limits as it comes: past one, stop and raise Refused (``dest`` removed)."""
+    the per-file limit and ``student``'s budget as it comes: past one, stop and raise Refused
+    (``dest`` removed; the bytes read stay spent, so refused files cannot cost unbounded time)."""
     limits = run.limits
-    if run.total >= limits.total_bytes:
-        raise Refused(f"not read: the limit of {size_text(limits.total_bytes)} in all was reached")
+    run.check_room(student)
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         with os.fdopen(fd, "wb") as out, open_member(zf, info) as src:
             size = 0
             while chunk := read_chunk(src):
                 size += len(chunk)
-                run.total += len(chunk)
+                run.charge(student, len(chunk))
                 if size > limits.file_bytes:
                     raise Refused(f"over {size_text(limits.file_bytes)} uncompressed (per file)")
-                if run.total > limits.total_bytes:
-                    raise Refused(f"over {size_text(limits.total_bytes)} uncompressed in all")
                 out.write(chunk)
         os.chmod(dest, 0o644)
     except BaseException:
@@ -240,7 +302,7 @@ def store(
 ) -> None:
     """Read one notebook into the student's staged folder; a later copy replaces an earlier."""
     part = run.staging / ".part"
-    copy_member(zf, info, part, run)
+    copy_member(zf, info, part, student, run)
     folder = run.student_dir(student)
     folder.mkdir(mode=0o755, parents=True, exist_ok=True)
     os.replace(part, folder / name)
@@ -269,19 +331,28 @@ def index_size(path: Path) -> tuple[int, int]:
     return members, index_bytes
 
 
+def check_index(archive: Path, student: str, run: Collection) -> None:
+    """Refused when the uploaded ``archive``'s index is not worth reading: more members than a
+    student's whole budget (it could never fit, and :mod:`zipfile` would parse all of them), or
+    more bytes than its members need. An archive that fits is opened even when the student's
+    budget runs out inside it: then only its excess members are skipped, one by one."""
+    members, index_bytes = index_size(archive)
+    limit = run.limits.student_members
+    if members > limit:
+        why = f"holds {members:,} members: over the budget of {limit:,} members per student"
+        raise run.over(student, f"{why} (not opened)")
+    if index_bytes > INDEX_BYTES_PER_MEMBER * max(members, 1):
+        raise Refused(f"its index ({index_bytes:,} bytes) is too large for {members} member(s)")
+
+
 def open_upload(
     zf: zipfile.ZipFile, info: zipfile.ZipInfo, student: str, where: str, run: Collection
 ) -> None:
     """An uploaded archive: its notebooks (by base name) into ``student``'s folder only."""
     archive = run.staging / ".archive"
-    copy_member(zf, info, archive, run)
+    copy_member(zf, info, archive, student, run)
     try:
-        members, index_bytes = index_size(archive)
-        if members > run.limits.members - run.members:
-            limit = run.limits.members
-            raise Refused(f"holds {members:,} members: over the limit of {limit:,} in all")
-        if index_bytes > INDEX_BYTES_PER_MEMBER * max(members, 1):
-            raise Refused(f"its index ({index_bytes:,} bytes) is too large for {members} member(s)")
+        check_index(archive, student, run)
         try:
             inner = zipfile.ZipFile(archive)
         except READ_ERRORS as err:
@@ -290,7 +361,7 @@ def open_upload(
             for member in inner.infolist():
                 inner_where = f"{where} > {member.filename}"
                 try:
-                    run.count_member()
+                    run.count_member(student)
                     store_nested(inner, member, student, inner_where, run)
                 except Refused as why:
                     run.skipped.append((inner_where, str(why)))
@@ -322,9 +393,9 @@ def plan(zf: zipfile.ZipFile, pattern: re.Pattern, run: Collection) -> list[Plan
     todo = []
     for info in zf.infolist():
         try:
-            run.count_member()
             student, name = match(pattern, info.filename)
             run.named.add(student)
+            run.count_member(student)
             check_kind(info)
             if not (name.endswith(".ipynb") or name.lower().endswith(".zip")):
                 raise Refused("not a notebook (.ipynb) or an archive (.zip)")
@@ -334,9 +405,24 @@ def plan(zf: zipfile.ZipFile, pattern: re.Pattern, run: Collection) -> list[Plan
     return todo
 
 
+def check_disk(run: Collection) -> None:
+    """CollectError when the disk of the staging folder has less free than its reserve and a
+    whole student's budget: the collect stops before the disk fills, whoever is next."""
+    free = shutil.disk_usage(run.staging).free
+    need = run.limits.disk_reserve + run.limits.student_bytes
+    if free < need:
+        raise CollectError(
+            f"the disk holding submitted/ has {free // MB:,} MB free, under the"
+            f" {size_text(need)} a student may need with the {size_text(run.limits.disk_reserve)}"
+            " it keeps free: nothing was collected (submitted/ is unchanged); free some space"
+            " and run make collect again"
+        )
+
+
 def read_all(zf: zipfile.ZipFile, todo: list[Planned], run: Collection) -> None:
     """Read the planned members into the staging folder; a refused member is noted."""
     for info, student, name in todo:
+        check_disk(run)
         try:
             if name.endswith(".ipynb"):
                 store(zf, info, student, name, info.filename, run)
@@ -412,7 +498,15 @@ def report(run: Collection, zip_name: str, changed: list[str], log: Callable[[st
     for student in sorted(run.files):
         state = "changed" if student in changed else "unchanged"
         log(f"  {student} ({state}): {', '.join(sorted(run.files[student]))}")
-    kept = sorted(run.named - set(run.files))
+    over = sorted(run.over_budget)
+    if over:
+        log(f"over the budget of {run.limits.budget_text()} (the rest skipped, see below):")
+    for student in over:
+        if student in run.files:
+            log(f"  {student}: collected in part")
+        else:
+            log(f"  {student}: NOT COLLECTED: their earlier files (if any) are kept")
+    kept = sorted(run.named - set(run.files) - run.over_budget)
     if kept:
         log(f"nothing readable for {', '.join(kept)}: their earlier files (if any) are kept")
     if run.skipped:

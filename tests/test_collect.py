@@ -69,21 +69,28 @@ def zip_bytes(members: list) -> bytes:
     return make_zip(io.BytesIO(), members).getvalue()
 
 
-def make_bomb(path: Path, name: str, size_mb: int = 1024) -> Path:
-    """A zip whose one member ``name`` inflates ~1 KB per MiB into ``size_mb`` MiB of zeros
-    (1 MB -> 1 GB by default), its headers declaring the true size and CRC. zipfile cannot add
-    a ready deflate stream: the stream is stored, then the method, CRC and size patched."""
+def make_bomb(path: Path, *names: str, size_mb: int = 1024) -> Path:
+    """A zip whose members ``names`` each inflate ~1 KB per MiB into ``size_mb`` MiB of zeros
+    (1 MB -> 1 GB by default), their headers declaring the true size and CRC. zipfile cannot
+    add a ready deflate stream: the stream is stored, then the method, CRC and size patched."""
     zeros = bytes(MiB)
     comp = zlib.compressobj(9, zlib.DEFLATED, -15)
     block = comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH)  # same bytes every MiB
     crc = 0
     for _ in range(size_mb):
         crc = zlib.crc32(zeros, crc)
+    stream = block * size_mb + comp.flush()
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr(name, block * size_mb + comp.flush())
+        for name in names:
+            zf.writestr(name, stream)
+        local = [info.header_offset for info in zf.infolist()]
     data = bytearray(path.read_bytes())
-    (index,) = struct.unpack("<I", data[-6:-2])  # the central directory's offset
-    for method_at in (8, index + 10):  # local header, then central directory entry
+    (entry,) = struct.unpack("<I", data[-6:-2])  # the central directory's offset
+    central = []
+    for _ in names:
+        central.append(entry)
+        entry += 46 + sum(struct.unpack("<3H", data[entry + 28 : entry + 34]))  # + its names
+    for method_at in [at + 8 for at in local] + [at + 10 for at in central]:
         struct.pack_into("<H", data, method_at, zipfile.ZIP_DEFLATED)
         struct.pack_into("<I", data, method_at + 6, crc)
         struct.pack_into("<I", data, method_at + 14, size_mb * MiB)
@@ -308,21 +315,139 @@ def test_a_zip_bomb_is_refused_quickly_in_little_memory(course, tmp_path):
     assert not list(submitted(course).glob(".*"))  # nothing half-read left behind
 
 
-def test_total_and_member_limits(course, tmp_path):
+def test_one_student_cannot_spend_the_budget_of_the_others(course, tmp_path):
+    """A 2 MB upload of 41 files of 50 MB of zeros (over 2 GB, the old budget of the whole
+    download) costs its student's budget only: the students after them are collected in full."""
+    names = [f"{i:02}.ipynb" for i in range(41)]
+    upload = make_bomb(tmp_path / "evil.zip", *names, size_mb=50).read_bytes()
     archive = make_zip(
         tmp_path / "download.zip",
-        [(f"s{i}_1_2_1_sums.ipynb", b"x" * 400) for i in range(4)]
-        + [("late_1_2_work.zip", zip_bytes([(f"{i}.ipynb", b"y") for i in range(3)]))],
+        [
+            ("evil_1_2_work.zip", upload),
+            ("doejane_3_4_1_sums.ipynb", nb("jane 1")),
+            ("doejane_3_4_2_words.ipynb", nb("jane 2")),
+            (
+                "smithbob_5_6_work.zip",
+                zip_bytes([("1_sums.ipynb", nb("bob 1")), ("2_words.ipynb", nb("bob 2"))]),
+            ),
+        ],
     )
-    changed, log = run(course, archive, limits=ZipLimits(total_bytes=1000))
-    assert changed == ["s0", "s1"] == sorted(p.name for p in submitted(course).iterdir())
-    assert "  s2_1_2_1_sums.ipynb: over 1,000 bytes uncompressed in all" in log
-    assert "  s3_1_2_1_sums.ipynb: not read: the limit of 1,000 bytes in all was reached" in log
-    changed, log = run(course, archive, limits=ZipLimits(members=6))
-    assert "  late_1_2_work.zip: holds 3 members: over the limit of 6 in all" in log
-    changed, log = run(course, archive, limits=ZipLimits(members=3))
-    assert "  s3_1_2_1_sums.ipynb: not read: over the limit of 3 members" in log
-    assert "  late_1_2_work.zip: not read: over the limit of 3 members" in log
+    assert len(upload) < 3 * MiB and archive.stat().st_size < 3 * MiB
+    start = time.perf_counter()
+    changed, log = run(course, archive)
+    seconds = time.perf_counter() - start
+    print(f"\n{len(upload):,} byte upload of 41 x 50 MB: collected in {seconds:.2f} s")
+    assert seconds < 30  # ~1 s here: 300 MB inflated, 250 MB written
+    assert changed == ["doejane", "evil", "smithbob"]
+    assert files(submitted(course) / "doejane") == {
+        "a3/1_sums.ipynb": (0o644, nb("jane 1")),
+        "a3/2_words.ipynb": (0o644, nb("jane 2")),
+    }
+    assert files(submitted(course) / "smithbob") == {
+        "a3/1_sums.ipynb": (0o644, nb("bob 1")),
+        "a3/2_words.ipynb": (0o644, nb("bob 2")),
+    }
+    # evil's budget (300 MB) holds their 2 MB upload and five files; the sixth breaks it
+    kept = sorted((submitted(course) / "evil" / "a3").iterdir())
+    assert [p.name for p in kept] == names[:5]
+    assert all(p.stat().st_size == 50 * MiB for p in kept)
+    assert (submitted(course) / "evil" / "a3" / "00.ipynb").read_bytes() == bytes(50 * MiB)
+    lines = log.splitlines()
+    spent = "not read: the budget of 300 MB per student is spent"
+    for line in [
+        "  doejane (changed): 1_sums.ipynb, 2_words.ipynb",
+        "  smithbob (changed): 1_sums.ipynb, 2_words.ipynb",
+        "over the budget of 300 MB and 2,000 members per student (the rest skipped, see below):",
+        "  evil: collected in part",
+        "skipped 36 member(s):",
+        "  evil_1_2_work.zip > 05.ipynb: over the budget of 300 MB uncompressed per student",
+        *[f"  evil_1_2_work.zip > {name}: {spent}" for name in names[6:]],
+    ]:
+        assert line in lines
+    assert "nothing readable" not in log and log.endswith("next: make grade")
+
+
+def test_byte_budgets_are_per_student(course, tmp_path):
+    seed(course, "late", "1_sums.ipynb", nb("late old"))
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [(f"big_1_2_{i}_sums.ipynb", b"x" * 400) for i in range(4)]
+        + [(f"s{i}_1_2_1_sums.ipynb", b"x" * 400) for i in range(3)]
+        + [("late_1_2_work.zip", zip_bytes([("1_sums.ipynb", b"y" * 2000)]))],
+    )
+    changed, log = run(course, archive, limits=ZipLimits(student_bytes=1000))
+    assert changed == ["big", "s0", "s1", "s2"]
+    assert sorted(files(submitted(course))) == [
+        "big/a3/0_sums.ipynb",
+        "big/a3/1_sums.ipynb",
+        "late/a3/1_sums.ipynb",
+        "s0/a3/1_sums.ipynb",
+        "s1/a3/1_sums.ipynb",
+        "s2/a3/1_sums.ipynb",
+    ]
+    assert (submitted(course) / "late/a3/1_sums.ipynb").read_bytes() == nb("late old")
+    for line in [
+        "over the budget of 1,000 bytes and 2,000 members per student (the rest skipped, see"
+        " below):",
+        "  big: collected in part",
+        "  late: NOT COLLECTED: their earlier files (if any) are kept",
+        "skipped 3 member(s):",
+        "  big_1_2_2_sums.ipynb: over the budget of 1,000 bytes uncompressed per student",
+        "  big_1_2_3_sums.ipynb: not read: the budget of 1,000 bytes per student is spent",
+        "  late_1_2_work.zip > 1_sums.ipynb: over the budget of 1,000 bytes uncompressed per"
+        " student",
+    ]:
+        assert line in log.splitlines()
+    assert "nothing readable" not in log
+
+
+def test_member_budgets_are_per_student(course, tmp_path):
+    seed(course, "many", "1_sums.ipynb", nb("many old"))
+    notebooks = [(f"{i}.ipynb", nb(str(i))) for i in range(8)]
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [(f"flood_1_2_{i}.ipynb", nb(f"flood {i}")) for i in range(7)]
+        + [
+            ("many_1_2_work.zip", zip_bytes(notebooks[:6])),  # more than a whole budget
+            ("spammer_1_2_1_sums.ipynb", nb("spam")),
+            ("spammer_1_2_work.zip", zip_bytes(notebooks[:5])),  # fits, but only in part
+            ("doejane_3_4_work.zip", zip_bytes(notebooks[:4])),  # 5 members: the budget
+            ("smithbob_5_6_1_sums.ipynb", nb("bob 1")),
+            ("smithbob_5_6_2_words.ipynb", nb("bob 2")),
+        ],
+    )
+    changed, log = run(course, archive, limits=ZipLimits(student_members=5))
+    assert changed == ["doejane", "flood", "smithbob", "spammer"]
+    assert sorted(files(submitted(course))) == [
+        *[f"doejane/a3/{i}.ipynb" for i in range(4)],
+        *[f"flood/a3/{i}.ipynb" for i in range(5)],
+        "many/a3/1_sums.ipynb",
+        "smithbob/a3/1_sums.ipynb",
+        "smithbob/a3/2_words.ipynb",
+        "spammer/a3/0.ipynb",
+        "spammer/a3/1.ipynb",
+        "spammer/a3/1_sums.ipynb",
+        "spammer/a3/2.ipynb",
+    ]
+    assert (submitted(course) / "many/a3/1_sums.ipynb").read_bytes() == nb("many old")
+    over = "not read: over the budget of 5 members per student"
+    for line in [
+        "over the budget of 300 MB and 5 members per student (the rest skipped, see below):",
+        "  flood: collected in part",
+        "  many: NOT COLLECTED: their earlier files (if any) are kept",
+        "  spammer: collected in part",
+        "skipped 5 member(s):",
+        f"  flood_1_2_5.ipynb: {over}",
+        f"  flood_1_2_6.ipynb: {over}",
+        "  many_1_2_work.zip: holds 6 members: over the budget of 5 members per student (not"
+        " opened)",
+        f"  spammer_1_2_work.zip > 3.ipynb: {over}",
+        f"  spammer_1_2_work.zip > 4.ipynb: {over}",
+    ]:
+        assert line in log.splitlines()
+
+
+def test_a_lying_index_and_a_full_disk(course, tmp_path):
     # an index larger than its declared member count (zipfile would read all of it)
     lying = bytearray(zip_bytes([(f"{i}.ipynb", b"y") for i in range(40)]))
     struct.pack_into("<HH", lying, len(lying) - 14, 1, 1)  # the end record: 1 member
@@ -330,6 +455,14 @@ def test_total_and_member_limits(course, tmp_path):
     with pytest.raises(CollectError):
         run(course, archive)
     assert not (submitted(course) / "late").exists()
+    # too little disk left: the collect stops and writes nothing
+    seed(course, "doejane", "1_sums.ipynb", nb("jane old"))
+    before = files(submitted(course))
+    archive = make_zip(tmp_path / "download.zip", [("doejane_1_2_1_sums.ipynb", nb("new"))])
+    with pytest.raises(CollectError, match="disk holding submitted/ has .* nothing was collected"):
+        run(course, archive, limits=ZipLimits(disk_reserve=1 << 60))
+    assert files(submitted(course)) == before
+    assert sorted(p.name for p in submitted(course).iterdir()) == ["doejane"]
 
 
 def test_duplicates_and_bad_members_in_one_upload_do_not_stop_the_class(course, tmp_path):

@@ -421,6 +421,15 @@ class Handle:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._student._ask({"op": "call", **self._target(), **self._arguments(args, kwargs)})
 
+    def call_and_inputs(self, *args: Any, **kwargs: Any) -> tuple[Any, list, dict]:
+        """Call it; return the result and the arguments as the call left them (a function
+        that changes its inputs in place shows it here)."""
+        request = {"op": "call", **self._target(), **self._arguments(args, kwargs)}
+        found = self._student._ask({**request, "inputs_after": True})
+        if not (isinstance(found, list) and len(found) == 3):
+            raise StudentError(FAILED_WORDS["unreadable"])
+        return found[0], found[1], found[2]
+
     def _arguments(self, args: tuple, kwargs: dict) -> dict:
         encode = self._student._encode
         return {
@@ -513,3 +522,101 @@ class Inputs:
     def params(self, shapes: dict[str, tuple[int, ...]], scale: float = 0.5) -> dict:
         """A tensor of each shape, normal values times ``scale``, in the order given."""
         return {name: self.randn(*shape, scale=scale) for name, shape in shapes.items()}
+
+
+# --- training the student's model from the grader -----------------------------------------
+
+LossFn = Callable[[Any], Any]  # the selected output (a tensor) -> a scalar loss tensor
+
+
+def loss_and_gradients(
+    model: Handle, inputs: tuple, loss_fn: LossFn, output: tuple[int, ...] = ()
+) -> tuple[float, dict[str, Any]]:
+    """The loss the grader computes (``loss_fn``) from ``model(*inputs)`` (its part
+    ``output``), and the gradient of that loss for each parameter of ``model`` (None where
+    none reaches it), from the student's own backward pass."""
+    value = model(*inputs)
+    part = _select(value, output)
+    leaf = _plain_tensor(part).requires_grad_(True)
+    loss = loss_fn(leaf)
+    loss.backward()
+    grads = model.grad(*inputs, cotangent=leaf.grad, output=output, params_of=model)
+    return float(loss), grads.params
+
+
+def gradients_agree(
+    model: Handle,
+    inputs: tuple,
+    loss_fn: LossFn,
+    rng: Inputs,
+    output: tuple[int, ...] = (),
+    eps: float = 1e-2,
+) -> bool:
+    """Whether the gradients the kernel reports are those of the student's own forward: along
+    a random direction ``d`` of the parameters, ``(L(p + eps d) - L(p - eps d)) / 2 eps`` (each
+    ``L`` computed here from a reply) must match ``grad . d``. Leaves ``model``'s weights as
+    they were."""
+    import torch
+
+    params = model.state()
+    _, grads = loss_and_gradients(model, inputs, loss_fn, output)
+    direction = {n: rng.randn(*p.shape) for n, p in params.items() if grads.get(n) is not None}
+    norm = sum(float((d * d).sum()) for d in direction.values()) ** 0.5 or 1.0
+    direction = {n: d / norm for n, d in direction.items()}
+    predicted = sum(float((grads[n] * d).sum()) for n, d in direction.items())
+    losses = []
+    for sign in (1.0, -1.0):
+        model.load({n: params[n] + sign * eps * d for n, d in direction.items()})
+        with torch.no_grad():
+            losses.append(float(loss_fn(_plain_tensor(_select(model(*inputs), output)))))
+    model.load(params)
+    measured = (losses[0] - losses[1]) / (2 * eps)
+    return abs(measured - predicted) <= 0.05 * max(abs(predicted), abs(measured)) + 1e-3
+
+
+def train_remotely(
+    model: Handle,
+    inputs: tuple,
+    loss_fn: LossFn,
+    steps: int = 30,
+    lr: float = 0.02,
+    output: tuple[int, ...] = (),
+) -> list[float]:
+    """Train ``model`` with Adam, driven from here: each step the kernel answers a forward
+    pass and a backward pass, the loss is computed here and the update made here, then the
+    new weights are loaded. Returns the ``steps + 1`` losses, the last after training, every
+    one computed here from a reply."""
+    import torch
+
+    params = {n: t.clone().requires_grad_(True) for n, t in model.state().items()}
+    optimizer = torch.optim.Adam(list(params.values()), lr=lr)
+    losses = []
+    for _ in range(steps):
+        model.load({n: p.detach() for n, p in params.items()})
+        loss, grads = loss_and_gradients(model, inputs, loss_fn, output)
+        losses.append(loss)
+        optimizer.zero_grad()
+        for name, p in params.items():
+            g = grads.get(name)
+            p.grad = None if g is None else _plain_tensor(g).to(p.dtype)
+        optimizer.step()
+    model.load({n: p.detach() for n, p in params.items()})
+    with torch.no_grad():
+        losses.append(float(loss_fn(_plain_tensor(_select(model(*inputs), output)))))
+    return losses
+
+
+def _select(value: Any, output: tuple[int, ...]) -> Any:
+    for index in output:
+        if not isinstance(value, (list, tuple)) or not -len(value) <= index < len(value):
+            raise StudentError("the result does not have the parts the test expects")
+        value = value[index]
+    return value
+
+
+def _plain_tensor(value: Any):
+    import torch
+
+    if type(value) is not torch.Tensor or not value.is_floating_point():
+        raise StudentError("the result should be a floating-point tensor")
+    return value.detach().clone()

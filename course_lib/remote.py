@@ -24,8 +24,9 @@ every reply as the student's answer and checks it, so that buys nothing but a wr
 Requests (``op``):
 
 ``get`` ``{"name"}``                     the notebook's global ``name``
-``call`` ``{"target", "path", "args", "kwargs", "grad"?}``
-                                         call ``target.path...`` (``grad``: see :func:`_call`)
+``call`` ``{"target", "path", "args", "kwargs", "grad"?, "inputs_after"?}``
+                                         call ``target.path...`` (``grad``: see :func:`_call`;
+                                         ``inputs_after``: the arguments too, after the call)
 ``attr`` ``{"target", "path"}``          the attribute ``target.path...``
 ``params`` ``{"target"}``                ``[[name, shape, requires_grad], ...]`` of a module
 ``load`` ``{"target", "params"}``        copy tensors into a module's parameters, by name
@@ -120,6 +121,9 @@ def _call(fn: Any, request: dict) -> Any:
     args = [_in(a) for a in request.get("args", [])]
     kwargs = {k: _in(v) for k, v in request.get("kwargs", {}).items()}
     grad = request.get("grad")
+    if grad is None and request.get("inputs_after"):  # the arguments too, as the call left them
+        value = fn(*args, **kwargs)
+        return {"list": [_out(value), _out(args), _out(kwargs)]}
     if grad is None:
         return _out(fn(*args, **kwargs))
     import torch

@@ -70,6 +70,9 @@ def _grade(course: config.Course, args: argparse.Namespace) -> int:
     if result.incomplete:
         print(f"{len(result.incomplete)} student(s) not graded to the end: run it again")
         return 1
+    if result.unanswered:
+        print("no kernel answered the tests: the grading set-up is broken (see above)")
+        return 1
     return 0
 
 

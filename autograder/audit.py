@@ -163,16 +163,25 @@ class SharedKernel:
             error = "the kernel died"
         except Exception as err:  # a kernel that stops answering: grade what ran, restart
             error = f"{type(err).__name__}: {err}"[:300]
-        records = judge.records_of(self.nb)
+        verdicts = self._judge()
         scores, lost = {}, {}
         for gid, test in self.spec.tests.items():
-            record = records.get(gid) or judging.Record(status="not run")
-            results = judging.evaluate(self.checks.get(gid, []), record)
+            results = [judging.Result(**c) for c in verdicts.get(gid, {}).get("checks", [])]
             scores[gid] = round(min(sum(r.score for r in results), test.points), 6)
             lost[gid] = [r.description for r in results if not r.passed]
         if error:
             self.start()
         return {"scores": scores, "lost": lost, "error": error}
+
+    def _judge(self) -> dict:
+        """The verdicts on what ran, the tests asking this kernel (as grading does)."""
+        try:
+            verdicts, _ = judge.judge_live(
+                self.spec, self.nb, self.client.km.get_connection_info(), checks=self.checks
+            )
+        except Exception:  # noqa: BLE001 - the kernel is gone: every check is lost
+            verdicts = judge.verdicts_to_json(judge.judge_notebook(self.spec, self.nb))
+        return verdicts
 
 
 def run_job(job: dict) -> dict:

@@ -79,6 +79,7 @@ class GradeResult:
     seconds: float
 
     incomplete: list[str] = field(default_factory=list)  # grader crashed: grade them again
+    unanswered: bool = False  # tests asked, and no kernel of any student answered: the set-up
 
 
 class State:
@@ -384,11 +385,18 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             log(f"  gradebook backed up to {backup}")
         log(f"  grading {len(todo)} student(s), {len(skipped)} unchanged since last time")
 
+        from .sandbox import refusal
+
+        refused = refusal(course.sandbox, names)  # None: kernels can be isolated here
+
         def one(student: str) -> None:
             pending = state.students[student]
-            result, killed, code, seconds = run_worker(
-                gdir, student, limit, course.grade.student_timeout, threads, course.sandbox
-            )
+            if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
+                result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
+            else:
+                result, killed, code, seconds = run_worker(
+                    gdir, student, limit, course.grade.student_timeout, threads, course.sandbox
+                )
             if killed or not result.get("done"):
                 unfinished = [n for n in names if not result["notebooks"].get(n, {}).get("graded")]
                 zero_notebooks(gdir.db_url, gdir.assignment, student, unfinished)
@@ -397,6 +405,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             status = (
                 "killed (time limit)" if killed else ("done" if run.complete else f"exit {code}")
             )
+            status = status if refused is None else "not graded (no isolation)"
             log(f"  {student:24} {seconds:7.1f} s  {status}")
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -418,6 +427,9 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     incomplete = [s for s in todo if not state.students[s].complete]
     if incomplete:
         log(f"  not graded to the end (see {gdir.root / 'logs'}): {', '.join(incomplete)}")
+    unanswered = no_replies([state.students[s] for s in todo])
+    if unanswered:
+        log(UNANSWERED)
     scores = read_scores(gdir.db_url, gdir.assignment, everyone)
     rows: list[report.Row] = []
     for student in everyone:
@@ -427,15 +439,34 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         )
     write_reports(course, gdir, rows, title=plan.title, log=log)
     seconds = round(time.perf_counter() - start, 1)
-    return GradeResult(gdir, rows, todo, skipped, seconds, incomplete)
+    return GradeResult(gdir, rows, todo, skipped, seconds, incomplete, unanswered)
+
+
+UNANSWERED = (
+    "\nTHE GRADING SET-UP IS BROKEN: the tests asked the students' kernels, and not one kernel "
+    "of any student answered (the kernel could not import course_lib.remote: is the venv this "
+    "checkout's? run make setup). These grades are not real; run make grade again once fixed."
+)
+
+
+def no_replies(runs: list[StudentRun]) -> bool:
+    """Whether tests asked kernels and none of them, for any student, ever answered (a broken
+    set-up, never one student's fault)."""
+    sessions = [
+        nb.get("session", {})
+        for run in runs
+        for nb in run.worker.get("notebooks", {}).values()
+        if nb.get("graded")
+    ]
+    asked = [s for s in sessions if s.get("requests") or s.get("broken")]
+    return bool(asked) and not any(s.get("answered") for s in asked)
 
 
 def sandbox_lines(course: Course) -> list[str]:
     """What the grading sandbox enforces on this machine, in words (see sandbox.py)."""
-    from .sandbox import Status, probe
+    from .sandbox import probe
 
-    status = probe() if course.sandbox.enabled else Status(False, False, "disabled in course.toml")
-    return status.describe(course.sandbox)
+    return probe().describe(course.sandbox)
 
 
 def write_reports(

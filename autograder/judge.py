@@ -256,14 +256,15 @@ def collect_checks(spec: Spec) -> dict[str, list]:
 
 
 def judge_notebook(
-    spec: Spec, nb: NotebookNode, student=None, salt: str = ""
+    spec: Spec, nb: NotebookNode, student=None, salt: str = "", checks: dict | None = None
 ) -> dict[str, TestVerdict]:
     """The verdict on every test of ``spec`` from the executed notebook ``nb`` and, for the
     checks that ask the student's objects, ``student`` (a ``course_lib.judging.Student`` on
-    the notebook's live kernel; None: those checks fail as not graded)."""
+    the notebook's live kernel; None: those checks fail as not graded). ``checks``: what
+    :func:`collect_checks` made of ``spec`` (made again when None)."""
     from course_lib import judging
 
-    checks = collect_checks(spec)
+    checks = collect_checks(spec) if checks is None else checks
     records = records_of(nb)
     own_words = "\n".join(j.source for j in spec.judges)
     verdicts = {}
@@ -276,7 +277,9 @@ def judge_notebook(
     return verdicts
 
 
-def judge_live(spec: Spec, nb: NotebookNode, info: dict, salt: str = "") -> tuple[dict, dict]:
+def judge_live(
+    spec: Spec, nb: NotebookNode, info: dict, salt: str = "", checks: dict | None = None
+) -> tuple[dict, dict]:
     """Judge the executed notebook ``nb`` while its kernel (connection ``info``) still runs:
     the checks ask the kernel through ``remote.KernelSession``. Returns the verdicts as JSON
     and what the session saw (``requests``, ``answered``, ``broken``, ``seconds``)."""
@@ -288,7 +291,8 @@ def judge_live(spec: Spec, nb: NotebookNode, info: dict, salt: str = "") -> tupl
     with KernelSession(info, deadline_seconds=JUDGE_SECONDS) as session:
         session.start()
         student = judging.Student(session)
-        verdicts = verdicts_to_json(judge_notebook(spec, nb, student, salt))
+        verdicts = verdicts_to_json(judge_notebook(spec, nb, student, salt, checks))
+        session.forget()
         stats = {
             "requests": session.requests,
             "answered": session.answered,

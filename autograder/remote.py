@@ -191,6 +191,13 @@ class KernelSession:
             elif got.get("msg_type") == "status" and content.get("execution_state") == "idle":
                 return self._one(replies)
 
+    def forget(self) -> None:
+        """Let the kernel drop every object it holds for this session (best effort)."""
+        try:
+            self.request({"op": "reset"}, seconds=5.0)
+        except RequestFailed:
+            pass
+
     def _one(self, replies: list[Any]) -> Any:
         if len(replies) != 1 or not isinstance(replies[0], dict):
             raise RequestFailed("unreadable")

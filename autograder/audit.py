@@ -176,8 +176,9 @@ class SharedKernel:
     def _judge(self) -> dict:
         """The verdicts on what ran, the tests asking this kernel (as grading does)."""
         try:
+            info = self.client.km.get_connection_info()
             verdicts, _ = judge.judge_live(
-                self.spec, self.nb, self.client.km.get_connection_info(), checks=self.checks
+                self.spec, self.nb, info, checks=self.checks, request_seconds=self.client.timeout
             )
         except Exception:  # noqa: BLE001 - the kernel is gone: every check is lost
             verdicts = judge.verdicts_to_json(judge.judge_notebook(self.spec, self.nb))

@@ -79,7 +79,8 @@ def execute(src: Path, dst: Path, timeout: int, spec: judge.Spec | None = None) 
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
             if spec is not None:
-                verdicts, stats = judge.judge_live(spec, nb, client.km.get_connection_info())
+                info = client.km.get_connection_info()
+                verdicts, stats = judge.judge_live(spec, nb, info, request_seconds=timeout)
                 found = {"verdicts": verdicts, "session": stats}
     notebooks.write(nb, dst)
     if spec is not None:

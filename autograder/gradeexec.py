@@ -82,7 +82,9 @@ class GradeExecute(_execute_class()):
 
         spec = judge.Spec.from_json(Path(self.spec_file).read_text())
         try:
-            verdicts, stats = judge.judge_live(spec, self.nb, self.km.get_connection_info())
+            verdicts, stats = judge.judge_live(
+                spec, self.nb, self.km.get_connection_info(), request_seconds=self.timeout or 60
+            )
         except judge.JudgeError as err:  # a judge cell failed: the course's fault
             return {"judge_error": str(err)[:2000]}
         return {"verdicts": verdicts, "session": stats}

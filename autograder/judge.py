@@ -278,17 +278,24 @@ def judge_notebook(
 
 
 def judge_live(
-    spec: Spec, nb: NotebookNode, info: dict, salt: str = "", checks: dict | None = None
+    spec: Spec,
+    nb: NotebookNode,
+    info: dict,
+    salt: str = "",
+    checks: dict | None = None,
+    request_seconds: float = 60.0,
 ) -> tuple[dict, dict]:
     """Judge the executed notebook ``nb`` while its kernel (connection ``info``) still runs:
-    the checks ask the kernel through ``remote.KernelSession``. Returns the verdicts as JSON
-    and what the session saw (``requests``, ``answered``, ``broken``, ``seconds``)."""
+    the checks ask the kernel through ``remote.KernelSession``, each request within
+    ``request_seconds`` (grading: the cell time limit) and all of them within
+    :data:`JUDGE_SECONDS`. Returns the verdicts as JSON and what the session saw
+    (``requests``, ``answered``, ``broken``, ``seconds``)."""
     from course_lib import judging
 
     from .remote import KernelSession
 
     start = time.perf_counter()
-    with KernelSession(info, deadline_seconds=JUDGE_SECONDS) as session:
+    with KernelSession(info, request_seconds, deadline_seconds=JUDGE_SECONDS) as session:
         session.start()
         student = judging.Student(session)
         verdicts = verdicts_to_json(judge_notebook(spec, nb, student, salt, checks))

@@ -52,6 +52,9 @@ from .limits import Limits
 from .nbgrader_dir import load_config
 
 TIMEOUT_ENAME = "CellTimeoutError"
+# The worker's own address space: nbgrader, the executed notebook (outputs capped at
+# [sandbox] output_kb per cell and 16 MB per notebook), torch and the checks' tensors.
+WORKER_MEMORY_MB = 6144
 
 
 def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
@@ -206,6 +209,18 @@ def _cause(err: Exception, logged: list[str]) -> str:
     return f"{type(err).__name__}: {err}"
 
 
+def limit_memory(megabytes: int) -> None:
+    """Cap this process's address space (its soft limit: the kernels it starts set their own
+    with ``prlimit``), so a flood that got past the output caps fails this student only."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = megabytes * 2**20
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
@@ -215,6 +230,7 @@ def main() -> None:
     parser.add_argument("--result", type=Path, required=True)
     parser.add_argument("--sandbox", type=Limits.from_json, default=Limits(), help="limits (JSON)")
     args = parser.parse_args()
+    limit_memory(WORKER_MEMORY_MB)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # The kernels inherit this environment: keep this package off their import path.
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)

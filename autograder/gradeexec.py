@@ -43,6 +43,7 @@ class GradeExecute(_execute_class()):
     _deadline: float | None = None
     _kept: dict[int, int] = {}  # characters of output seen per cell index (reset per notebook)
     _total = 0  # characters of output kept in the notebook
+    _noted: set[int] = set()  # cells told that output was dropped
 
     def __init__(self, *args, **kwargs):
         # nbgrader's Execute passes its own kernel manager class as an argument (config loses).
@@ -55,7 +56,7 @@ class GradeExecute(_execute_class()):
         from nbclient import NotebookClient
 
         self._deadline = time.monotonic() + self.notebook_timeout
-        self._kept, self._total = {}, 0
+        self._kept, self._total, self._noted = {}, 0, set()
         NotebookClient.__init__(self, nb, km)
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
@@ -67,6 +68,7 @@ class GradeExecute(_execute_class()):
             for index, cell in enumerate(self.nb.cells):
                 self.preprocess_cell(cell, resources, index)
             if self.spec_file:
+                self._stop_reading_outputs()
                 found = self._judge()
         self.set_widgets_metadata()
         if found is not None and self.verdict_file:
@@ -74,6 +76,14 @@ class GradeExecute(_execute_class()):
 
             notebooks.write_bytes(self.verdict_file, json.dumps(found).encode())
         return self.nb, self.resources
+
+    def _stop_reading_outputs(self) -> None:
+        """The notebook has run: what the kernel publishes while the tests ask it (prints of
+        the student's code, anything it sends) is no output of the notebook, and must not
+        pile up here unread (the tests' own session reads and drops it, within its caps)."""
+        channel = getattr(self.kc, "iopub_channel", None)
+        if channel is not None:
+            channel.stop()
 
     def _judge(self) -> dict:
         from pathlib import Path
@@ -114,28 +124,33 @@ class GradeExecute(_execute_class()):
         return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
     def _charge(self, cell_index: int, size: int) -> bool:
-        """Count ``size`` characters against the cell's and the notebook's caps; whether they
-        may be kept."""
+        """Whether ``size`` more characters fit the cell's and the notebook's caps (then they
+        are counted)."""
         kept = self._kept.get(cell_index, 0)
-        self._kept[cell_index] = kept + size
         if kept + size > self.max_output_chars or self._total + size > self.max_notebook_chars:
             return False
+        self._kept[cell_index] = kept + size
         self._total += size
         return True
 
-    def output(self, outs, msg, display_id, cell_index):
-        size = _size(msg)
-        kept = self._kept.get(cell_index, 0)
-        if self._charge(cell_index, size):
-            return super().output(outs, msg, display_id, cell_index)
-        if kept <= self.max_output_chars:  # the first output over the cap: say so, once
-            note = NotebookNode(
+    def _note(self, outs: list, cell_index: int) -> None:
+        """Say once per cell that output was dropped."""
+        if cell_index in self._noted:
+            return
+        self._noted.add(cell_index)
+        outs.append(
+            NotebookNode(
                 output_type="stream",
                 name="stdout",
                 text=f"\n... output truncated by the autograder ({self.max_output_chars} "
                 "characters kept per cell) ...\n",
             )
-            outs.append(note)
+        )
+
+    def output(self, outs, msg, display_id, cell_index):
+        if self._charge(cell_index, _size(msg)):
+            return super().output(outs, msg, display_id, cell_index)
+        self._note(outs, cell_index)
         return None
 
     def _update_display_id(self, display_id, msg) -> None:
@@ -145,6 +160,7 @@ class GradeExecute(_execute_class()):
         size = _size(msg)
         for cell_index, indices in targets.items():
             if not self._charge(cell_index, size * len(indices)):
+                self._note(self.nb.cells[cell_index].outputs, cell_index)
                 return
         super()._update_display_id(display_id, msg)
 

@@ -541,7 +541,7 @@ def loss_and_gradients(
     loss = loss_fn(leaf)
     loss.backward()
     grads = model.grad(*inputs, cotangent=leaf.grad, output=output, params_of=model)
-    return float(loss), grads.params
+    return float(loss.detach()), grads.params
 
 
 def gradients_agree(

@@ -59,6 +59,10 @@ VARIANTS = [
             ),
         ),
     ),
+    Variant(
+        "copy: nothing copied (p_vocab returned, p_gen unused)",
+        ((C, MIX, "return p_vocab"),),
+    ),
     # --- learn_bpe
     Variant("bpe: word counts ignored", ((L, COUNT, "pair_counts[pair] += 1"),)),
     Variant(

@@ -10,7 +10,9 @@ seconds of each notebook:
 - per notebook, every test's pass rate (full marks) and mean score, every check's pass rate,
   and each check's most common failure messages with how many students got each (the
   messages can quote a student's output: they are escaped);
-- the flags counted per notebook (missing, failed, timeout, tampered, renamed, needs-manual);
+- the flags counted per notebook (missing, failed, timeout, tampered, renamed, needs-manual,
+  review), and what the advisory scan noted, per student (instructor only: the ``review`` notes,
+  which name a cell, a line and a rule);
 - the seconds grading took per notebook (median, mean, slowest, total).
 
 Pass rates count the notebooks the judge graded (a missing or failed notebook has no verdict:
@@ -246,6 +248,22 @@ def _flag_table(stats: dict[str, NotebookStats]) -> str:
     return "".join(lines) + "</table>"
 
 
+def _review_table(rows: list[report.Row]) -> str:
+    """The advisory scan's notes, per student and notebook (none: a line saying so)."""
+    lines = []
+    for row in rows:
+        notes = [n[len(report.REVIEW_NOTE) :] for n in row.notes if report.is_review_note(n)]
+        if notes:
+            lines.append(
+                f"<tr><td>{esc(row.student)}</td><td>{esc(row.notebook)}</td>"
+                f"<td>{'<br>'.join(esc(n) for n in notes)}</td></tr>"
+            )
+    if not lines:
+        return "<p class='muted'>nothing noted</p>"
+    head = "<table><tr><th>student</th><th>notebook</th><th>noted (cell, line, rule)</th></tr>"
+    return head + "".join(lines) + "</table>"
+
+
 def _seconds_table(stats: dict[str, NotebookStats]) -> str:
     lines = [
         "<table><tr><th>notebook</th><th class='num'>graded</th><th class='num'>median s</th>"
@@ -331,6 +349,10 @@ def page(
         *(_tests_section(nb) for nb in stats.values()),
         "<h2>Flags</h2>",
         _flag_table(stats),
+        "<h2>For review</h2><p class='muted'>What the advisory scan noted in students' code "
+        "(code that reaches the kernel or the grading machinery): for the instructor to look "
+        "at, never shown to students; no points were changed.</p>",
+        _review_table(rows),
         "<h2>Grading time</h2><p class='muted'>seconds per notebook and student: the kernel "
         "run in quick mode (the judge of all the student's notebooks comes after).</p>",
         figure.get(IMAGES[2], ""),

@@ -11,7 +11,8 @@ could not be reused next term. Here each notebook's page is written from plain d
 - per written answer: the question (the Markdown cell above it in the released notebook), the
   student's answer, its manual grade once a grader gave one in formgrader (or "waits for a
   grader"), and the grader's comment; comments on code answer cells too;
-- the notebook's points, flags explained and notes.
+- the notebook's points, flags explained and notes (not the instructor-only ones: the flag
+  ``review`` and the advisory scan's notes, see ``report.for_student``).
 
 Nothing a student wrote runs in a browser: their answers are read from the graded notebook
 (already cleaned by ``sanitise.py`` when it was graded), cleaned again, rendered with
@@ -275,6 +276,7 @@ def notebook_page(
     show_source: bool = False,
 ) -> str:
     """The feedback page of one student's notebook (see the module docstring)."""
+    row = report.for_student(row)  # no instructor-only flag or note
     graded = bool(row.verdicts) or any(t in row.cells for t in (x.grade_id for x in info.tests))
     extra = "<span class='badge'>extra credit</span>" if row.extra else ""
     flags = "".join(

@@ -46,7 +46,8 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
 - top level: ``score``, ``output`` (the points, then each notebook's flags and notes, as text),
   ``stdout_visibility`` ``hidden`` (the grading log, for instructors), ``execution_time`` and
   ``extra_data`` (per-notebook points and flags, and what the sandbox enforced). Every test is
-  ``visible`` (:data:`VISIBILITY`).
+  ``visible`` (:data:`VISIBILITY`). Students read it all: the instructor-only flag ``review``
+  and the advisory scan's notes are left out everywhere (``report.for_student``).
 
 ``run_autograder`` is the one process of the container that matters: it makes itself the
 "subreaper" of everything it starts, so a process a student's kernel left behind is its
@@ -336,7 +337,7 @@ def results(
     names = course.notebooks()
     specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
     tests_of = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
-    mine = {r.notebook: r for r in rows if r.student == STUDENT}
+    mine = {r.notebook: report.for_student(r) for r in rows if r.student == STUDENT}
     worker = (run.worker if run else {}).get("notebooks", {})
     tests = []
     for i, name in enumerate(names, 1):

@@ -13,10 +13,10 @@ repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it 
   graded: deleted cells are put back at their place, metadata reset (nbgrader restores the
   source of edited cells and adds the hidden tests). Metadata lost by copying the notebook
   into a new one is given back from the content (a note, not a flag);
-- code in the student's cells that changes the test machinery or escapes it (reassigning
-  ``torch.allclose``, rebinding ``check_close``, ``exec``, ``sys.modules``, shell commands: see
-  ``tamper.py``) is flagged ``tampered`` and replaced by ``pass`` in what is graded, so the
-  notebook scores what the rest of its code is worth;
+- the student's own code is staged exactly as written: the advisory scan (``tamper.py``) only
+  reads it, and what it notes (code that reaches the kernel or the grading machinery) is flagged
+  ``review`` with notes for the instructor (``report.REVIEW_NOTE``), never shown to the student
+  and never worth a point;
 - no usable file: ``missing``.
 
 Shape of the result: a :class:`StudentIntake` with one :class:`NotebookIntake` per assignment
@@ -36,14 +36,14 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from . import notebooks, tamper
+from . import notebooks, report, tamper
 from .nbgrader_dir import GradingDir
 
 MATCH_THRESHOLD = 0.5  # share of a released notebook's cells a renamed file must contain
 MAX_NOTEBOOK_BYTES = 50_000_000
 MAX_CELLS = 2_000  # the assignment's notebooks have about 50
 MAX_FILES = 20  # notebooks of one student read (more is not an assignment)
-MAX_FINDINGS = 5  # tampering findings listed in a notebook's notes
+MAX_FINDINGS = 5  # findings of the scan listed in a notebook's notes
 
 
 @dataclass
@@ -53,7 +53,7 @@ class NotebookIntake:
     notebook: str
     file: str = ""  # the submitted file that is graded ("" if none)
     staged: bool = False  # written to intake/ for nbgrader
-    flags: list[str] = field(default_factory=list)  # missing, failed, renamed, tampered
+    flags: list[str] = field(default_factory=list)  # missing failed renamed tampered review
     notes: list[str] = field(default_factory=list)
 
     def flag(self, name: str, note: str | None = None) -> None:
@@ -230,7 +230,7 @@ def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[st
         gid = notebooks.grade_id(cell)
         if gid is None:
             if "nbgrader" in cell.metadata:  # "locked" without an id: nbgrader ignores it,
-                del cell.metadata["nbgrader"]  # the tamper scan must not (it checks the cell)
+                del cell.metadata["nbgrader"]  # the scan reads it (a student's cell)
                 notes.append(f"cell {index} had nbgrader metadata without a grade id: removed")
             continue
         if gid not in ours:
@@ -368,9 +368,10 @@ def read_student(
 ) -> tuple[StudentIntake, dict[str, NotebookNode]]:
     """Decide what of ``student``'s submission is graded; return the intake and the notebooks
     to stage (by assignment notebook name): repaired, their locked and test cells put back in
-    their graded form (``specs``: ``judge.Spec`` by notebook name), and (``scan``) student code
-    that reaches the test machinery neutralised. A notebook of ``optional`` (extra credit)
-    that was not handed in gets a note, not the ``missing`` flag. Writes nothing."""
+    their graded form (``specs``: ``judge.Spec`` by notebook name); the student's own cells are
+    left as written (``scan``: the advisory scan's findings become ``review`` notes). A notebook
+    of ``optional`` (extra credit) that was not handed in gets a note, not the ``missing`` flag.
+    Writes nothing."""
     names = list(released)
     result = StudentIntake(student, {n: NotebookIntake(n) for n in names})
     folder = gdir.student_dir(gdir.submitted, student)
@@ -445,15 +446,13 @@ def read_student(
         result.notebooks[name].notes += notes
         install_graded_forms(nb, released[name], specs[name])
         nb.metadata = copy.deepcopy(released[name].metadata)
-        chosen[name], findings = tamper.neutralise(nb) if scan else (nb, [])
+        chosen[name] = nb  # the student's cells as written: the scan only reads them
+        findings = tamper.scan(nb) if scan else []
         for finding in findings[:MAX_FINDINGS]:
-            result.notebooks[name].flag(
-                "tampered",
-                f"cell {finding.cell + 1} line {finding.line}: {finding.reason} "
-                f"(`{finding.code}`), not run",
-            )
+            result.notebooks[name].flag(report.REVIEW, report.REVIEW_NOTE + finding.note)
         if len(findings) > MAX_FINDINGS:
-            result.notebooks[name].notes.append(f"and {len(findings) - MAX_FINDINGS} more")
+            more = f"and {len(findings) - MAX_FINDINGS} more"
+            result.notebooks[name].notes.append(report.REVIEW_NOTE + more)
         result.notebooks[name].staged = True
     return result, chosen
 

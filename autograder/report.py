@@ -10,9 +10,15 @@ assignment)::
     manual, manual_max       points of the written answers (0 until graded in formgrader)
     total, max               their sums
     flags                    ok, or any of: missing failed timeout tampered renamed needs-manual
+                             review
     file                     the file handed in that was graded
     cells                    every graded cell: grade_id=score/max
     notes                    why a flag was raised, in words
+
+The flag ``review`` and its notes (those starting with :data:`REVIEW_NOTE`) are for the
+instructor only: what the advisory scan (``tamper.py``) noted, worth no point either way. The
+pages and files a student sees (``student_page``, ``feedback.py``, Gradescope's
+``results.json``) show a row through :func:`for_student`, which leaves them out.
 
 ``canvas.csv`` is the same grades in the layout of Canvas's gradebook import (see
 :func:`write_canvas` and the README's "Grades into the LMS").
@@ -23,12 +29,15 @@ from __future__ import annotations
 import csv
 import html
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import notebooks
 
-FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual")
+FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review")
+REVIEW = "review"  # the advisory scan noted code for the instructor to look at
+INSTRUCTOR_FLAGS = frozenset({REVIEW})  # never shown to the student
+REVIEW_NOTE = "review: "  # the start of every note of the scan's (instructor only)
 COLUMNS = ("student", "notebook", "extra_credit", "autograded", "autograded_max", "manual",
            "manual_max",
            "total", "max", "flags", "file", "cells", "notes")  # fmt: skip
@@ -90,6 +99,20 @@ class Row:
 
 def _num(x: float) -> str:
     return f"{x:g}"
+
+
+def for_student(row: Row) -> Row:
+    """``row`` as its student may see it: without the instructor-only flags and notes."""
+    return replace(
+        row,
+        flags=[f for f in row.flags if f not in INSTRUCTOR_FLAGS],
+        notes=[n for n in row.notes if not is_review_note(n)],
+    )
+
+
+def is_review_note(note: str) -> bool:
+    """Whether ``note`` is one of the advisory scan's (instructor only)."""
+    return note.startswith(REVIEW_NOTE)
 
 
 def empty_row(student: str, spec: notebooks.NotebookSpec, extra: bool = False) -> Row:
@@ -188,6 +211,7 @@ FLAG_HELP = {
     "tampered": "a test or locked cell was changed or deleted; the original was graded",
     "renamed": "the notebook was handed in under another name",
     "needs-manual": "written answers wait for a grader; the total will change",
+    "review": "the advisory scan noted code to look at (instructor only; no points changed)",
 }
 
 
@@ -237,7 +261,7 @@ def html_page(title: str, body: str, csp: str = STRICT_CSP) -> str:
 def _notebook_table(rows: list[Row], feedback_files: dict[str, str]) -> str:
     esc = html.escape
     body = []
-    for r in rows:
+    for r in map(for_student, rows):
         link = feedback_files.get(r.notebook)
         name = f'<a href="{esc(link)}">{esc(r.notebook)}</a>' if link else esc(r.notebook)
         flags = "<br>".join(f"<b>{esc(f)}</b>: {esc(FLAG_HELP[f])}" for f in FLAGS if f in r.flags)
@@ -254,8 +278,8 @@ def _notebook_table(rows: list[Row], feedback_files: dict[str, str]) -> str:
 
 def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) -> str:
     """A small HTML page for one student: points per notebook (extra credit apart), flags
-    explained, the behaviours lost, and links to the feedback page of each notebook
-    (``feedback_files``: notebook -> file name)."""
+    explained (not the instructor-only ones), the behaviours lost, and links to the feedback
+    page of each notebook (``feedback_files``: notebook -> file name)."""
     esc = html.escape
     total = sum(r.total for r in regular(rows))
     most = sum(r.max for r in regular(rows))

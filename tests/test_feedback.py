@@ -6,7 +6,9 @@ HTML and a ``javascript:`` link into the written answer, one hands in only the f
 Their pages must say what each test checks (its docstring), each check's points, passed or
 lost, and the judge's message; never the hidden test's code (nor the visible checks'), unless
 ``[feedback] show_test_source = true``; hold nothing that runs or loads; and, after a grader
-scores the written answer and comments in the gradebook, ``make feedback`` shows both.
+scores the written answer and comments in the gradebook, ``make feedback`` shows both. A fourth
+student's code has a line the advisory scan notes: grades.csv says ``review`` with the note, the
+student's pages say nothing of it (the flag and its notes are for the instructor only).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 
 from test_grade import _sources, autograder, grades, make_course  # noqa: E402
 
-from autograder import feedback, notebooks  # noqa: E402
+from autograder import feedback, notebooks, report, tamper  # noqa: E402
 
 HOSTILE = (
     "Because order does not matter. <script>alert('xss')</script> "
@@ -41,6 +43,16 @@ def _wrong_mul(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+NOTED = "import sys\n\nsys.settrace(None)  # an experiment the advisory scan notes\n"
+
+
+def _noted(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    for cell in nb.cells:
+        if notebooks.grade_id(cell) == "add":
+            cell.source = NOTED + cell.source
+    return nb
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("feedback"))
@@ -49,6 +61,7 @@ def graded(tmp_path_factory):
         "full": {"1_sums": src.solved("1_sums"), "2_words": src.solved("2_words")},
         "wrong-mul": {"1_sums": _wrong_mul(src.solved("1_sums")), "2_words": src.solved("2_words")},
         "only-sums": {"1_sums": src.solved("1_sums")},
+        "noted": {"1_sums": _noted(src.solved("1_sums")), "2_words": src.solved("2_words")},
     }
     for student, files in hand_in.items():
         folder = gdir.submitted / student / "a3"
@@ -148,3 +161,34 @@ def test_markdown_is_rendered_inert():
     assert "<strong>bold</strong>" in html
     assert "<script" not in html and 'href="javascript' not in html
     assert 'src="data:text/html' not in html
+
+
+def test_review_is_for_the_instructor_only(graded):
+    root, gdir = graded
+    row = grades(root)[("noted", "1_sums")]
+    assert row["flags"] == "needs-manual;review"  # noted, and no point lost for it
+    assert row["autograded"] == grades(root)[("full", "1_sums")]["autograded"]
+    assert f"review: cell 4 line 3: {tamper.RULES['tracing']}" in row["notes"].split(" | ")
+    pages = {p.name: p.read_text() for p in (gdir.feedback / "noted" / "a3").glob("*.html")}
+    assert set(pages) == {"1_sums.html", "2_words.html", "index.html"}
+    for name, text in pages.items():
+        assert "review" not in text and "tracer" not in text and "settrace" not in text, name
+    assert "needs-manual" in pages["1_sums.html"] and "needs-manual" in pages["index.html"]
+
+
+def _row_for_review() -> report.Row:
+    row = report.Row("ann", "1_sums", autograded=1.0, autograded_max=1.0)
+    row.flags = ["tampered", "review"]
+    row.notes = ["edited locked cell test_add", "review: cell 3 line 2: uses ctypes"]
+    return row
+
+
+def test_pages_leave_the_review_flag_and_notes_out():
+    row = _row_for_review()
+    info = feedback.Material("1_sums", (), (), ())
+    page = feedback.notebook_page(row, info, feedback.Marks(), {})
+    index = report.student_page("ann", [row], {"1_sums": "1_sums.html"})
+    for text in (page, index):
+        assert "tampered" in text and "edited locked cell test_add" in text  # the course's cells
+        assert "review" not in text and "ctypes" not in text
+    assert row.flags == ["tampered", "review"] and len(row.notes) == 2  # the row is unchanged

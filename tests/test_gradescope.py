@@ -22,9 +22,9 @@ from pathlib import Path
 import jsonschema
 import nbformat
 import pytest
-from test_grade import ENV, ROOT, autograder, grades, make_course
+from test_grade import ENV, ROOT, _sources, autograder, grades, make_course
 
-from autograder import config, demo, gradescope, judge, nbgrader_dir  # noqa: E402
+from autograder import config, demo, gradescope, judge, nbgrader_dir, report, tamper  # noqa: E402
 
 SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
 ZIP_LIMIT = 3_000_000  # bytes: the tiny course's zip (the real one: about 1 MB)
@@ -177,8 +177,11 @@ def test_run_autograder_scores_equal_make_grade(course_zip, emulated):
         for nb, row in mine.items():
             seen = result["extra_data"]["notebooks"][nb]
             for key in ("autograded", "autograded_max", "manual_max", "flags", "file"):
-                if seen[key] != row[key]:
-                    problems.append(f"{student} {nb} {key}: {seen[key]!r} != {row[key]!r}")
+                want = row[key]
+                if key == "flags":  # the instructor-only flag is never in results.json
+                    want = ";".join(f for f in want.split(";") if f != report.REVIEW) or "ok"
+                if seen[key] != want:
+                    problems.append(f"{student} {nb} {key}: {seen[key]!r} != {want!r}")
     assert not problems, "\n".join(problems)
     seconds = sorted(t for _, t in emulated.values())
     print(f"\nrun_autograder, tiny course: {seconds[len(seconds) // 2]:.1f} s per student (median)")
@@ -230,6 +233,26 @@ def test_results_say_why_a_notebook_was_not_graded(emulated):
     assert "graded Copy of 1_sums.ipynb as 1_sums.ipynb" in renamed["output"]
     loop, _ = emulated["s5-loop"]
     assert "1_sums: timeout" in loop["output"]
+
+
+def test_results_leave_the_review_flag_and_notes_out(tmp_path):
+    """What the advisory scan noted is for the instructor: results.json is the student's."""
+    root = make_course(tmp_path)
+    _, gdir = _sources(root)
+    course = config.load(root)
+    rows = []
+    for name in course.notebooks():
+        row = report.Row(gradescope.STUDENT, name, autograded_max=2.0)
+        row.flags = ["failed", "review"]
+        row.notes = ["the grader stopped", "review: cell 4 line 3: " + tamper.RULES["tracing"]]
+        rows.append(row)
+    result = gradescope.results(course, gdir, rows, None, [], 1.0, [])
+    text = json.dumps(result)
+    assert "review" not in text and "tracer" not in text
+    assert "not graded: the grader stopped" in result["tests"][0]["output"]
+    assert result["extra_data"]["notebooks"]["1_sums"]["flags"] == "failed"
+    assert "1_sums: failed" in result["output"]
+    assert rows[0].flags == ["failed", "review"] and len(rows[0].notes) == 2  # rows unchanged
 
 
 # --- the submission folder --------------------------------------------------------------------

@@ -82,6 +82,27 @@ def test_pass_rates_messages_and_flags():
     assert "extra credit" in page and "<script" not in page.lower()
 
 
+def test_review_is_counted_and_listed_for_the_instructor():
+    rows = crafted_rows()
+    rows[2].flags.append(report.REVIEW)  # bob's 1_gru
+    rows[2].notes += ["renamed: a note of the intake's", "review: cell 3 line 2: uses ctypes"]
+    stats = classreport.gather(rows)
+    assert stats["1_gru"].flags["review"] == 1
+    page = classreport.page(stats, rows, [], "a test class")
+    assert "<h2>For review</h2>" in page
+    assert "<td>bob</td><td>1_gru</td><td>cell 3 line 2: uses ctypes</td>" in page
+    assert "a note of the intake" not in page.split("<h2>For review</h2>")[1]
+    assert rows[2].as_csv()["flags"] == "needs-manual;review"
+    assert "review: cell 3 line 2: uses ctypes" in rows[2].as_csv()["notes"]
+    assert "bob" in report.summary_table(rows) and "1_gru: needs-manual;review" in (
+        report.summary_table(rows)
+    )
+    seen = report.for_student(rows[2])
+    assert seen.flags == ["needs-manual"] and seen.notes == ["renamed: a note of the intake's"]
+    nothing = classreport.page(classreport.gather(crafted_rows()), crafted_rows(), [], "x")
+    assert "nothing noted" in nothing
+
+
 def test_assignment_totals_keep_extra_credit_apart():
     regular, most, extra, extra_most = classreport.assignment_totals(crafted_rows())
     assert (most, extra_most) == (2.0, 2.0)

@@ -7,13 +7,15 @@ key) and ``2_secret`` (its solution and judge carry marker strings). Every attac
 notebook 1 with a wrong but well-shaped answer (zeros: worth exactly the shape test, 1 point,
 what the control student ``control-zeros`` gets with no attack) plus one attack, and notebook 2
 blank. An honest student, the victim, hands in both solved, with a marker in an answer. The
-tests assert, per attack: notebook 1 scores no more than the control, the expected flag, no
+tests assert, per attack: notebook 1 scores no more than the control, the expected flags, no
 marker, no secret of the grader's environment and no host path in the attacker's outputs, and
 that the attack really ran; and for the class: the victim's grades, submission, the instructor
-sources and the gradebook are intact. The attacks that forge a score inside the kernel are
-graded a second time with the tamper scan off (``[grade] tamper_scan = false``), so that they
-run: the judge alone must still give them nothing. See the README's "Grading safely" for what
-enforces each line of ``ATTACKS``.
+sources and the gradebook are intact. Every attack runs as handed in: the advisory scan
+(``tamper.py``) only notes what reaches the machinery (the flag ``review``, for the
+instructor), so the judge alone must give them nothing. The attacks that forge a score inside
+the kernel are graded a second time with the scan off (``[grade] tamper_scan = false``): the
+same outcome, and no ``review``. See the README's "Grading safely" for what enforces each line
+of ``ATTACKS``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from test_grade import ENV, ROOT, _sources, autograder, grades, make_course
 
-from autograder import notebooks, sandbox
+from autograder import notebooks, sandbox, tamper
 
 MARKERS = ("JUDGE-MARKER-a3f9c1", "SOLUTION-MARKER-77d2", "VICTIM-MARKER-5521")
 SECRET = "GRADER-TOKEN-0c1d2e"  # exported in the shell that runs `make grade`
@@ -247,7 +249,8 @@ def attention_weights(queries, keys):
     return torch.zeros(queries.shape[0], queries.shape[1], keys.shape[1])
 """
 
-# name: (attack code run before the wrong answer, flags expected on notebook 1)
+# name: (attack code run before the wrong answer, flags expected on notebook 1: ``review`` where
+# the advisory scan notes the attack; it runs all the same)
 ATTACKS: dict[str, tuple[str, set[str]]] = {
     "read-course-files": (HUNT, set()),
     "read-known-paths": (
@@ -286,7 +289,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         """,
         set(),
     ),
-    "network": (  # urllib: the scan flags socket, not this
+    "network": (  # urllib: the scan notes nothing here
         """
         import urllib.request
         for url in ["http://1.1.1.1", "http://8.8.8.8:53", "http://127.0.0.1:22", "https://pypi.org"]:
@@ -300,7 +303,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
     ),
     "infinite-loop": ("while True:\n    pass", {"timeout"}),
     "slow-cells": ("import time\ntime.sleep(14)", {"timeout"}),  # 3 such cells: notebook limit
-    "fork-bomb": (  # through torch.multiprocessing: the scan flags os.fork, not this
+    "fork-bomb": (  # through torch.multiprocessing: the scan notes nothing here
         """
         import time
         import torch.multiprocessing as tmp
@@ -343,7 +346,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         set(),
     ),
     "output-flood": ("for _ in range(20_000):\n    print('x' * 1000)", set()),
-    "kill-grader": (  # through psutil: the scan flags os.kill and signal, not this
+    "kill-grader": (  # through psutil: the scan notes os.kill and signal, not this
         """
         import psutil
         me = psutil.Process()
@@ -363,23 +366,26 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         for target in [os.getppid(), 1, -1]:
             os.kill(target, signal.SIGKILL)
         """,
-        {"tampered"},
+        {"review"},
     ),
     "crash-kernel": ("import faulthandler\nfaulthandler._sigsegv()", {"failed"}),
-    "exit-kernel": ("import sys\ntry:\n    sys.exit(3)\nfinally:\n    os._exit(3)", {"tampered"}),
-    "patch-allclose": ("torch.allclose = lambda *args, **kwargs: True", {"tampered"}),
+    "exit-kernel": (  # the kernel exits: nothing graded
+        "import sys\ntry:\n    sys.exit(3)\nfinally:\n    os._exit(3)",
+        {"review", "failed"},
+    ),
+    "patch-allclose": ("torch.allclose = lambda *args, **kwargs: True", {"review"}),
     "patch-assert-close": (
         "torch.testing.assert_close = lambda *args, **kwargs: None",
-        {"tampered"},
+        {"review"},
     ),
     "patch-numpy-testing": (
         "np.testing.assert_allclose = lambda *args, **kwargs: None",
-        {"tampered"},
+        {"review"},
     ),
     "patch-builtins": (
         "import builtins\nbuiltins.isinstance = lambda *args: True\n"
         "isinstance = builtins.isinstance",
-        {"tampered"},
+        {"review"},
     ),
     "patch-checks": (
         """
@@ -389,17 +395,17 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         def check_shape(value, shape, what=""):
             return value
         """,
-        {"tampered"},
+        {"review"},
     ),
     "patch-softmax": (
         "torch.softmax = lambda x, dim=None: torch.zeros_like(x)\n"
         "torch.nn.functional.softmax = torch.softmax",
-        {"tampered"},
+        {"review"},
     ),
     "patch-dynamic": (
         "setattr(torch, 'all' + 'close', lambda *a, **k: True)\n"
         "exec('import numpy; numpy.testing.assert_allclose = print')",
-        {"tampered"},
+        {"review"},
     ),
     "eq-trick": (
         """
@@ -415,7 +421,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         def attention_weights(queries, keys):
             return _zeros(queries, keys).as_subclass(Anything)
         """,
-        {"tampered"},
+        {"review"},
     ),
     "cached-outputs": (
         """
@@ -428,11 +434,11 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
     # --- forging a score inside the kernel (the judge decides outside it) --------------------
     "automagic-display-all": (  # IPython's automagic: a %config without %, in its own cell
         "#%% cell\nconfig ZMQInteractiveShell.ast_node_interactivity = 'all'",
-        {"tampered"},
+        {"review"},
     ),
     "percent-config": (
         "#%% cell\n%config InteractiveShell.ast_node_interactivity = 'all'",
-        {"tampered"},
+        {"review"},
     ),  # fmt: skip
     "displayhook": (  # every call of the answer shows a result, as a passing cell would
         """
@@ -442,7 +448,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
             sys.displayhook("forged result")
             return _zeros(queries, keys)
         """,
-        {"tampered"},
+        {"review"},
     ),
     "shell-singleton-transformer": (  # the shell through its class: blank every test cell
         """
@@ -452,7 +458,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
             lambda lines: ["print('blanked')\\n"] if any("probe" in l for l in lines) else lines
         )
         """,
-        {"tampered"},
+        {"review"},
     ),
     "event-forged-records": (  # after every cell, records that claim uniform weights
         """
@@ -466,7 +472,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
                 publish_display_data({p.MIME: {"key": key, "value": value}})
         InteractiveShell.instance().events.register("pre_run_cell", forge)
         """,
-        {"tampered"},
+        {"review"},
     ),
     "run-cell-wrapper": (
         """
@@ -477,7 +483,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
             return original("None" if "probe" in raw_cell else raw_cell, *args, **kwargs)
         shell.run_cell = run_cell
         """,
-        {"tampered"},
+        {"review"},
     ),
     "settrace-locals": (  # rewrite what the probe records, on its way out
         """
@@ -488,14 +494,14 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
             return tracer
         sys.settrace(tracer)
         """,
-        {"tampered"},
+        {"review"},
     ),
     "code-swap": (  # the probe's put made to record nothing
         """
         import course_lib.probe as p
         p.put.__code__ = (lambda name, value: None).__code__
         """,
-        {"tampered"},
+        {"review"},
     ),
     "frame-walk-reference": (  # look up the callers' frames for an expected value
         """
@@ -512,7 +518,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
                 frame = frame.f_back
             return _zeros(queries, keys)
         """,
-        {"tampered"},
+        {"review"},
     ),
     "builtins-from-traceback": (
         """
@@ -521,15 +527,15 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         except ZeroDivisionError as err:
             err.__traceback__.tb_frame.f_builtins["isinstance"] = lambda *args: True
         """,
-        {"tampered"},
+        {"review"},
     ),
     "dunder-from-strings": (
         'setattr(torch.Tensor, "__" + "eq" + "__", lambda a, b: True)',
-        {"tampered"},
+        {"review"},
     ),
     "class-patch": (
         "torch.zeros(1).__class__.sum = lambda *args, **kwargs: torch.tensor(1.0)",
-        {"tampered"},
+        {"review"},
     ),
     # --- what the kernel can see of the grader's machine ---------------------------------------
     "read-grader-env": (
@@ -737,21 +743,26 @@ def test_forged_scores_gain_nothing_without_the_scan(forged, name):
     root, gdir = forged
     row = grades(root)[(f"a-{name}", "1_attention")]
     assert float(row["autograded"]) <= HONEST_WORTH, (name, row)
-    assert "tampered" not in row["flags"], row  # the scan was off: nothing was neutralised
+    assert "review" not in row["flags"], row  # the scan was off: nothing noted
     outputs = _outputs(gdir, f"a-{name}", "1_attention")
     broke = {"failed", "timeout"} & set(row["flags"].split(";"))  # it took the kernel down
     assert RAN in outputs or "blanked" in outputs or broke, f"{name}: the attack did not run"
 
 
 @pytest.mark.slow
-def test_tampering_is_explained(attacked):
+def test_review_notes_name_the_rule_never_the_code(attacked):
     root, *_ = attacked
     rows = grades(root)
+    patch = f"review: cell 3 line 1: {tamper.RULES['patch']}"
     notes = rows[("a-patch-allclose", "1_attention")]["notes"]
-    assert "torch.allclose" in notes, notes
-    assert "exec" in rows[("a-patch-dynamic", "1_attention")]["notes"]
+    assert notes.split(" | ") == [patch], notes  # no code quoted
+    assert tamper.RULES["patch"] in rows[("a-patch-dynamic", "1_attention")]["notes"]
     assert "the kernel died" in rows[("a-crash-kernel", "1_attention")]["notes"]
-    assert "%config" in rows[("a-automagic-display-all", "1_attention")]["notes"]
+    config = rows[("a-automagic-display-all", "1_attention")]["notes"]
+    assert tamper.RULES["config"] in config, config
+    for name in ATTACKS:  # nothing of it reaches the student's pages
+        pages = (root / "autograder" / "feedback" / f"a-{name}" / "a3").glob("*.html")
+        assert not any("review" in p.read_text() for p in pages), name
 
 
 @pytest.mark.slow
@@ -796,7 +807,7 @@ def test_output_flood_is_truncated(attacked):
 
 # ---------------------------------------------------------------------------------------------
 # Without isolation (no bubblewrap, or disabled): grading still runs, says so, flags nothing
-# for it; the limits and the tampering scan still apply.
+# for it; the limits and the advisory scan still apply.
 
 
 @pytest.mark.slow
@@ -820,7 +831,7 @@ def test_grading_without_isolation_says_so(tmp_path):
     assert rows[("victim", "1_attention")]["flags"] == "ok"
     assert rows[("victim", "2_secret")]["flags"] == "ok"
     assert float(rows[("victim", "1_attention")]["autograded"]) == 5
-    assert rows[("a-patch-allclose", "1_attention")]["flags"] == "tampered"
+    assert rows[("a-patch-allclose", "1_attention")]["flags"] == "review"
     assert float(rows[("a-patch-allclose", "1_attention")]["autograded"]) <= HONEST_WORTH
 
 

@@ -1,9 +1,10 @@
-"""The tamper scanner: code in an answer cell that changes the test machinery is found and
-neutralised; honest answers, however they are written, are left alone."""
+"""The advisory scan (``autograder/tamper.py``): it notes, for the instructor, code that reaches
+the kernel or the grading machinery, and never changes what is graded. One case per everyday
+notebook habit (no finding) and one per rule (a finding); the intake stages the student's own
+cells exactly as written, and the notes name a cell, a line and a rule, never the code."""
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 import time
@@ -11,15 +12,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import torch
-from IPython.core.inputtransformer2 import TransformerManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import intake, judge, tamper  # noqa: E402
+from autograder import intake, judge, report, tamper  # noqa: E402
+from autograder.nbgrader_dir import GradingDir  # noqa: E402
 
 SETUP = """\
 import torch
@@ -40,7 +40,6 @@ check_close(reference(torch.ones(2)), torch.ones(2))
 assert torch.allclose(torch.zeros(2), torch.zeros(2))
 assert isinstance(reference(torch.ones(3)), torch.Tensor) and len(torch.ones(3)) == 3
 '''
-MARK = "pass  # removed by the autograder:"
 
 
 def _meta(grade_id: str, **flags) -> dict:
@@ -61,216 +60,69 @@ def make_nb(*answers: str, setup: str = SETUP) -> nbformat.NotebookNode:
     return new_notebook(cells=cells)
 
 
-ATTACKS = [  # (answer cell, a word its finding's reason must contain)
-    ("torch.allclose = lambda *a, **k: True", "torch.allclose"),
-    ("torch.testing.assert_close = lambda *a, **k: None", "torch.testing.assert_close"),
-    ("np.testing.assert_allclose = print", "np.testing.assert_allclose"),
-    ("F.softmax = lambda x, dim: x", "F.softmax"),
-    ("nn.functional.softmax = abs", "nn.functional.softmax"),
-    ("torch.Tensor.__eq__ = lambda a, b: True", "dunder"),
-    (
-        "class Yes(torch.Tensor):\n    @classmethod\n"
-        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return True",
-        "__torch_function__",
-    ),
-    ("class Yes(torch.Tensor):\n    def __torch_dispatch__(self, *a):\n        pass", "dispatch"),
-    ("from course_lib import checks\nchecks.check_close = print", "checks.check_close"),
-    ("import course_lib\ncourse_lib.checks.check_close = print", "course_lib.checks"),
-    ("import builtins\nbuiltins.isinstance = lambda *a: True", "builtins"),
-    ("del torch.allclose", "deletes torch.allclose"),
-    ("torch.allclose: object = print", "torch.allclose"),
-    ("for torch.allclose in [print]:\n    pass", "torch.allclose"),
-    ("t = torch\nt.allclose = print", "t.allclose"),
-    ("f = torch.nn.functional\nf.softmax = print", "library attribute"),
-    ("a, b = torch, np\na.allclose = print", "a.allclose"),
-    ("def patch(t=torch):\n    t.allclose = print", "t.allclose"),
-    (
-        "class Net(nn.Module):\n    def forward(self, x):\n        torch.allclose = print",
-        "allclose",
-    ),
-    ("x = torch.ones(2)\nx.__class__ = torch.nn.Parameter", "__class__"),
-    ("def f():\n    pass\n\n\nf.__code__ = check_close.__code__", "__code__"),
-    ("check_close.__defaults__ = ('x', 1e9, 1e9)", "__defaults__"),
-    ("type(torch.ones(1)).__eq__ = lambda a, b: True", "computed object"),
-    ("getattr(torch, 'testing').assert_close = print", "computed object"),
-    ("def check_close(*args, **kwargs):\n    pass", "rebinds check_close"),
-    ("class isinstance:\n    pass", "builtin isinstance"),
-    ("check_shape = lambda *a: None", "check_shape"),
-    ("len = lambda x: 3", "builtin len"),
-    ("def reference(x):\n    return 0", "rebinds reference"),
-    ("for torch in [np]:\n    pass", "rebinds torch"),
-    ("import numpy as torch", "rebinds torch"),
-    ("from math import isclose as check_close", "check_close"),
-    (
-        "import contextlib\nwith contextlib.nullcontext(print) as check_close:\n    pass",
-        "check_close",
-    ),
-    ("if (check_close := print):\n    pass", "check_close"),
-    ("try:\n    pass\nexcept Exception as check_shape:\n    pass", "check_shape"),
-    ("del check_close", "deletes check_close"),
-    ("def cheat():\n    global check_close\n    check_close = print", "global"),
-    ("from numpy import *", "star import"),
-    ("setattr(torch, 'allclose', print)", "setattr"),
-    ("s = setattr\ns(torch, 'allclose', print)", "setattr"),
-    ("exec('torch.allclose = print')", "calls exec"),
-    ("(lambda: eval('1'))()", "eval"),
-    ("code = compile('x = 1', 'f', 'exec')", "compile"),
-    ("__import__('torch').allclose = print", "__import__"),
-    ("globals()['check_close'] = print", "globals"),
-    ("vars(torch)['allclose'] = print", "vars"),
-    ("locals()['check_close'] = print", "locals"),
-    ("__builtins__.isinstance = print", "__builtins__"),
-    ("check_close.__globals__['_allclose'] = print", "__globals__"),
-    ("torch.Tensor.__dict__['add']", "__dict__"),
-    ("object.__setattr__(torch, 'allclose', print)", "__setattr__"),
-    ("getattr(check_close, '__globals__')['_allclose'] = print", "__globals__"),
-    ("getattr(check_close, '__glo' + 'bals__')['_allclose'] = print", "computed name"),
-    ("torch.nn.modules.module.register_module_forward_hook(print)", "register_module_forward"),
-    ("import sys\nsys.modules['torch'].allclose = print", "sys.modules"),
-    ("import sys\nsys._getframe(0).f_globals['check_close'] = print", "_getframe"),
-    ("import sys\nsys.settrace(None)", "settrace"),
-    ("import sys\nsys.exit(0)", "sys.exit"),
-    ("exit()", "exit"),
-    ("quit()", "quit"),
-    ("import ctypes", "imports ctypes"),
-    ("import gc\ngc.get_referrers(check_close)", "gc"),
-    ("from unittest import mock", "unittest.mock"),
-    ("import importlib\nimportlib.reload(torch)", "importlib"),
-    ("import inspect\ninspect.currentframe()", "inspect"),
-    ("import subprocess", "subprocess"),
-    ("import threading", "threading"),
-    ("import pickle", "pickle"),
-    ("import IPython", "IPython"),
-    ("import os\nos.kill(os.getpid(), 9)", "os.kill"),
-    ("import os as o\no.system('ls')", "os.system"),
-    ("def run():\n    import os\n\n    os.system('ls')", "os.system"),
-    ("from os import execv", "os.execv"),
-    ("import signal\nsignal.alarm(0)", "signal"),
-    ("def patch(m):\n    m.allclose = print\n\n\npatch(torch)", "module torch"),
-    ("modules = [np]\nmodules[0].pi = 3", "module numpy"),
-    ("from __future__ import barry_as_FLUFL", "__future__"),
-    ("!ls", "shell command (!ls)"),
-    ("files = !ls", "shell command"),
-    ("%pip install requests", "%pip"),
-    ("get_ipython().system('ls')", "shell command"),
-    # What IPython runs: automagic one-liners (no %), aliases, and magics other than harmless ones
-    ("config ZMQInteractiveShell.ast_node_interactivity = 'all'", "IPython magic %config"),
-    ("%config ZMQInteractiveShell.ast_node_interactivity = 'all'", "IPython magic %config"),
-    ("config InteractiveShell.ast_node_interactivity='last'", "%config"),
-    ("ls", "IPython alias ls (shell command)"),
-    ("ls -l", "alias ls"),
-    ("cat expected.txt", "alias cat"),
-    ("mkdir out", "alias mkdir"),
-    ("rm -rf out", "alias rm"),
-    ("env", "IPython magic %env"),
-    ("autocall 2", "IPython magic %autocall"),
-    ("reset -f", "IPython magic %reset"),
-    ("run other.py", "%run"),
-    ("%run other.py", "IPython magic %run"),
-    ("%load_ext autoreload", "IPython magic %load_ext"),
-    ("%env X=1", "IPython magic %env"),
-    ("%autocall 1", "IPython magic %autocall"),
-    ("%alias ll2 ls -l", "IPython magic %alias"),
-    ("%sx ls", "%sx (shell command)"),
-    ("!!ls", "shell command (!ls)"),
-    ("%%bash\nls", "IPython magic %%bash (shell command)"),
-    ("%%javascript\nalert(1)", "IPython magic %%javascript"),
-    ("%%html\n<b>hi</b>", "IPython magic %%html"),
-    ("%%writefile helper.py\nx = 1", "IPython magic %%writefile"),
-    ("%matplotlib qt", "IPython magic %matplotlib"),
-    # ... and the code inside harmless magics, which IPython runs as a cell
-    ("%%time\ntorch.allclose = print", "assigns to torch.allclose"),
-    ("%%time\n!ls", "shell command (!ls)"),
-    ("%%time\nls", "alias ls"),
-    ("%time torch.allclose = print", "torch.allclose"),
-    ("%time ls", "alias ls"),
-    ("%timeit -n1 -r1 torch.allclose = print", "torch.allclose"),
-    ("%%timeit -n1 import ctypes\nx = 1", "imports ctypes"),
-    ("%%timeit -n1 -r1\nimport subprocess", "imports subprocess"),
-    ("%timeit -n1 -r1 -v check_close x = 1", "rebinds check_close by %timeit"),
-    ("%%capture check_close\nx = 1", "rebinds check_close by %%capture"),
-    ("%%capture\nexec('1')", "calls exec"),
-    # The shell and the kernel, reached through their classes, modules and internals
-    ("from IPython.core.interactiveshell import InteractiveShell", "IPython.core"),
-    ("from IPython import get_ipython", "IPython.get_ipython"),
-    ("import IPython.display\nIPython.get_ipython()", "IPython.get_ipython"),
-    ("IPKernelApp.instance().shell", "IPKernelApp.instance() (a traitlets singleton"),
-    ("InteractiveShell.instance()", "traitlets singleton"),
-    ("ZMQInteractiveShell._instance.user_ns['check_close'] = print", "_instance"),
-    ("import ipykernel", "imports ipykernel"),
-    ("from ipykernel.kernelapp import IPKernelApp", "ipykernel.kernelapp"),
-    ("from traitlets.config import SingletonConfigurable", "traitlets"),
-    ("import jupyter_client", "jupyter_client"),
-    ("import zmq", "imports zmq"),
-    ("import tornado.ioloop", "tornado"),
-    ("shell.events.register('pre_run_cell', print)", "events.register"),
-    ("shell.events.register(name, print)", "events.register (IPython event callbacks)"),
-    ("shell.ast_transformers.append(object())", "uses ast_transformers (IPython shell)"),
-    ("shell.input_transformers_cleanup.append(str)", "input_transformers_cleanup"),
-    ("shell.input_transformers_post.append(str)", "input_transformers_post"),
-    ("shell.ast_node_interactivity = 'all'", "ast_node_interactivity"),
-    ("shell.run_cell = print", "uses run_cell (IPython shell)"),
-    ("hook = 'post_run_cell'", "mentions post_run_cell"),
-    # Tracers, hooks, code objects and frames
-    ("import sys\nsys.setprofile(print)", "setprofile"),
-    ("import sys\nsys.monitoring.use_tool_id(2, 'cheat')", "sys.monitoring"),
-    ("from threading import settrace", "threading"),
-    ("import sys\nsys.displayhook = print", "displayhook"),
-    ("import sys\nsys.excepthook(None, None, None)", "uses excepthook (system hook)"),
-    (
-        "def f():\n    pass\n\n\nf.__code__ = f.__code__.replace(co_consts=(1,))",
-        "replaces a code object",
-    ),
-    ("code = (lambda: 0).__code__\nprint(code.co_consts)", "co_consts (code object)"),
-    ("g = (i for i in [1])\nnamespace = g.gi_frame.f_globals", "gi_frame (frame)"),
-    (
-        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    up = e.__traceback__.tb_frame.f_back",
-        "tb_frame (frame)",
-    ),
-    ("async def f():\n    pass\n\n\nf().cr_frame.f_locals", "cr_frame"),
-    ("frame = None\nb = frame.f_builtins", "f_builtins"),
-    ("frame = None\nframe.f_locals['check_close'] = print", "f_locals (frame)"),
-    ("async def g():\n    yield 1\n\n\nnamespace = g().ag_frame.f_globals", "ag_frame (frame)"),
-    ("import types\nmake = types.CodeType", "imports types"),
-    ("get_ipython().events.register('post_run_cell', print)", "events.register"),
-    ("vars()['check_close'] = print", "calls vars"),
-    ("print.__self__.isinstance = print", "__self__"),
-    # Dunder names built from strings, and computed names on what is not the student's own
-    ("x = torch.ones(1)\ngetattr(x, '__cl' + 'ass__').add = print", "computed name (__class__)"),
-    ("x = torch.ones(1)\nc = getattr(x, f\"__{'class'}__\")", "computed name (__class__)"),
-    ("x = torch.ones(1)\nc = getattr(x, ''.join(['__cla', 'ss__']))", "(__class__)"),
-    ("x = torch.ones(1)\nc = getattr(x, chr(95) * 2 + 'class' + chr(95) * 2)", "(__class__)"),
-    ("x = torch.ones(1)\nc = getattr(x, b'__class__'.decode())", "(__class__)"),
-    ("x = torch.ones(1)\nc = getattr(x, '__ssalc__'[::-1])", "(__class__)"),
-    ("def f(x, name):\n    return getattr(x, name)", "calls getattr with a computed name"),
-    ("hasattr(torch, 'all' + input())", "calls hasattr with a computed name"),
-    ("g = getattr\ng(check_close, '__globals__')", "uses getattr as a value"),
-    ("getattr(*['check_close', '__globals__'])", "computed arguments"),
-    ("class A:\n    def f(self):\n        setattr(self, '__cl' + 'ass__', A)", "dunder name"),
-    ("x = 1\nobject.__getattribute__(x, 'real')", "__getattribute__"),
-    ("import sys\ngetattr(sys, 'modules')['torch'] = None", "uses sys.modules"),
-    # Tensor classes patched through an instance or a class of a library
-    ("x = torch.ones(1)\nx.__class__.add = print", "dunder"),
-    ("t = torch.ones(1)\nsetattr(type(t), 'add', print)", "setattr"),
-    ("c = type(torch.ones(1))\nc.add = print", "attribute of a class reached through c"),
-    ("c = torch.ones(1).__class__\nd = c\nd.__eq__ = print", "d.__eq__"),
-    ("torch.Tensor.add = print", "attribute of the library class torch.Tensor"),
-    ("nn.Module.__call__ = print", "library class torch.nn.Module"),
-    ("torch.backends.cudnn.is_available = lambda: True", "torch.backends.cudnn.is_available"),
-    ("torch.allclose = True", "torch.allclose (library attribute)"),
-    ("torch.some_new_attribute = 1", "library attribute"),
-    # Libraries' modules that are the system's, reached by what they are
-    ("np.testing._private.utils.sys.modules['torch'] = None", "sys.modules"),
-    ("torch.serialization.pickle.loads(b'')", "(pickle.loads)"),
-    ("from torch.serialization import pickle", "imports torch.serialization.pickle (pickle)"),
-    ("import gc\ngc.get_referrers(check_close)", "gc"),
-    ("import gc\nobjects = gc.get_objects()", "gc"),
-    # Rebinding a builtin the tests use to something callable
-    ("def my_len(x):\n    return 3\n\n\nlen = my_len", "rebinds the builtin len"),
-    ("isinstance = lambda *a: True", "builtin isinstance"),
-    ("def cheat():\n    global len\n    len = lambda x: 3", "rebinds the builtin len"),
-    ("from operator import length_hint as len", "builtin len"),
-]
+# Everyday notebook habits: never noted (issue 19).
+HABITS = {
+    "!pip install": "!pip install -q sacrebleu\n!pip install torch==2.3 --quiet",
+    "%pip install": "%pip install sacrebleu",
+    "%load_ext autoreload, %autoreload 2": "%load_ext autoreload\n%autoreload 2",
+    "import IPython": "import IPython\nprint(IPython.__version__)",
+    "from IPython.display import": "from IPython.display import display, clear_output, HTML\n"
+    "clear_output(wait=True)\ndisplay(HTML('<b>epoch 1</b>'))",
+    "importlib.reload": "import importlib\nimport course_lib.checks\n"
+    "importlib.reload(course_lib.checks)",
+    "from course_lib import *": "from course_lib import *",
+    "next(...).requires_grad = False": "model = nn.Linear(2, 2)\n"
+    "next(model.parameters()).requires_grad = False",
+    "p.requires_grad_(False)": "model = nn.Linear(2, 2)\nfor p in model.parameters():\n"
+    "    p.requires_grad_(False)",
+    "%%time": "%%time\nmodel = nn.Linear(2, 3)\nout = model(torch.ones(4, 2))",
+    "%time": "%time out = F.softmax(torch.ones(3), dim=0)",
+    "%timeit": "%timeit -n 2 -r 1 torch.ones(3) @ torch.ones(3)",
+    "!nvidia-smi": "!nvidia-smi",
+    "%matplotlib inline": "%matplotlib inline\nimport matplotlib.pyplot as plt",
+    "torch.manual_seed": "torch.manual_seed(0)\ntorch.cuda.manual_seed_all(0)",
+    "np.random.seed": "np.random.seed(0)",
+    "random.seed": "import random\nrandom.seed(0)",
+    "cudnn.deterministic = True": "torch.backends.cudnn.deterministic = True\n"
+    "torch.backends.cudnn.benchmark = False",
+    "other torch.backends settings": "torch.backends.cuda.matmul.allow_tf32 = True\n"
+    "torch.backends.cudnn.allow_tf32 = False\ntorch.backends.cudnn.enabled = not False",
+    "os.environ[...] = ...": "import os\nos.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8'\n"
+    "os.environ['TOKENIZERS_PARALLELISM'] = 'false'",
+    "heavy debug printing": "for i in range(3):\n    print(i, torch.ones(2), flush=True)\n"
+    "print(locals().keys(), globals().keys(), vars())\nimport pprint\npprint.pprint(dir(nn))",
+    "for type, text in ...": "for type, text in [('a', 'b')]:\n    print(type, text)",
+    "sum = 0": "sum = 0\nfor i in range(3):\n    sum += i",
+    "input = ...": "input = torch.ones(3)\nlen = len(input)\nid = 3",
+    "a class defined twice": "class Net(nn.Module):\n    pass\n\n\n"
+    "class Net(nn.Module):\n    def forward(self, x):\n        return x",
+    "getattr(F, name)(x)": "def act(name, x):\n    return getattr(F, name)(x)\n\n\n"
+    "act('relu', torch.ones(2))",
+    "google.colab drive.mount": "from google.colab import drive\ndrive.mount('/content/drive')",
+    "%cd": "%cd /content/drive/MyDrive/a3",
+    "!ls": "!ls -la",
+    "!wget, !unzip": "!wget -q https://example.com/data.zip\n!unzip -o data.zip",
+    # and their kin
+    "%config InlineBackend": "%config InlineBackend.figure_format = 'retina'",
+    "Colab check": "import sys\nIN_COLAB = 'google.colab' in sys.modules or "
+    "'google.colab' in str(get_ipython())",
+    "shell class name": "print(get_ipython().__class__.__name__)",
+    "magics by call": "get_ipython().run_line_magic('matplotlib', 'inline')\n"
+    "files = get_ipython().getoutput('ls')",
+    "exit() is not noted": "exit_code = 0",
+    "a library's settings": "import matplotlib.pyplot as plt\n"
+    "plt.rcParams['figure.figsize'] = (8, 4)\nnp.set_printoptions(precision=3)\n"
+    "import warnings\nwarnings.filterwarnings('ignore')",
+    "an own attribute named kernel": "class Conv(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n        self.kernel = nn.Parameter(torch.ones(3))",
+    "a scipy module named signal": "from scipy import signal\nw = signal.windows.hann(5)",
+    "an own __eq__": "class Pair:\n    def __eq__(self, other):\n        return True",
+    "a counter on the class": "class Pair:\n    count = 0\n\n    def __init__(self):\n"
+    "        self.__class__.count += 1\n        type(self).last = self.count",
+    "setattr on its own objects": "class Net(nn.Module):\n    def __init__(self, n):\n"
+    "        super().__init__()\n        for i in range(n):\n"
+    "            setattr(self, f'layer{i}', nn.Linear(2, 2))",
+}
 
 GRU_CELL = '''\
 class MyGRUCell(nn.Module):
@@ -398,179 +250,258 @@ HONEST = [
     'print "hello"  # does not parse: fails on its own',
 ]
 
+# Code that reaches the kernel or the grading machinery: (answer, rule, line of the finding).
+NOTED = [
+    # kernel
+    ("k = get_ipython().kernel", "kernel", 1),
+    ("shell = get_ipython()\nsession = shell.kernel.session", "kernel", 2),
+    ("import IPython\nIPython.get_ipython().kernel", "kernel", 2),
+    ("get_ipython().user_ns['check_close'] = print", "kernel", 1),
+    ("import ipykernel", "kernel", 1),
+    ("from ipykernel.kernelapp import IPKernelApp\nIPKernelApp.instance()", "kernel", 2),
+    ("import zmq", "kernel", 1),
+    ("import jupyter_client", "kernel", 1),
+    ("from comm import create_comm", "kernel", 1),
+    ("import debugpy", "kernel", 1),
+    (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()",
+        "kernel",
+        2,
+    ),
+    # events, transformers, %config
+    ("get_ipython().events.register('pre_run_cell', print)", "events", 1),
+    ("ip = get_ipython()\nip.events.register('post_run_cell', print)", "events", 2),
+    ("get_ipython().input_transformers_post.append(str)", "transformers", 1),
+    ("ip = get_ipython()\nip.input_transformers_cleanup.append(str)", "transformers", 2),
+    ("get_ipython().ast_transformers.append(object())", "transformers", 1),
+    ("get_ipython().ast_node_interactivity = 'all'", "transformers", 1),
+    ("%config InteractiveShell.ast_node_interactivity = 'all'", "config", 1),
+    ("config ZMQInteractiveShell.ast_node_interactivity = 'all'", "config", 1),  # automagic
+    ("%%time\n%config InteractiveShell.ast_node_interactivity = 'all'", "config", 2),
+    # tracers, hooks, frames, code objects
+    ("import sys\nsys.settrace(None)", "tracing", 2),
+    ("import sys\nsys.setprofile(None)", "tracing", 2),
+    ("from sys import settrace", "tracing", 1),
+    ("import threading\nthreading.settrace(print)", "tracing", 2),
+    ("import sys\nsys.monitoring.use_tool_id(2, 'x')", "tracing", 2),
+    ("import sys\nsys.addaudithook(print)", "tracing", 2),
+    ("import sys\nsys.displayhook('forged')", "hooks", 2),
+    ("import sys\nsys.excepthook = print", "hooks", 2),
+    ("import sys\nf = sys._getframe(1)", "frames", 2),
+    ("import sys\nf = getattr(sys, '_getframe')(0)", "frames", 2),
+    ("import inspect\nf = inspect.currentframe()", "frames", 2),
+    ("import inspect\nframes = inspect.stack()", "frames", 2),
+    ("def up(frame):\n    return frame.f_back", "frames", 2),
+    ("def scope(frame):\n    return frame.f_globals['check_close']", "frames", 2),
+    (
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame",
+        "frames",
+        4,
+    ),
+    ("def f():\n    pass\n\n\nf.__code__ = (lambda: 1).__code__", "code", 5),
+    ("def f():\n    pass\n\n\nsetattr(f, '__code__', (lambda: 1).__code__)", "code", 5),
+    # sys.modules
+    ("import sys\nsys.modules['torch'] = None", "modules", 2),
+    ("import sys\ndel sys.modules['course_lib.checks']", "modules", 2),
+    ("import sys\nsys.modules.update({'torch': None})", "modules", 2),
+    ("import sys\nsys.modules['torch'].allclose = print", "modules", 2),
+    # libraries patched
+    ("torch.allclose = lambda *a, **k: True", "patch", 1),
+    ("torch.Tensor.__eq__ = lambda a, b: True", "patch", 1),
+    ("torch.Tensor.add = print", "patch", 1),
+    ("torch.nn.Module.__call__ = print", "patch", 1),
+    ("F.softmax = abs", "patch", 1),
+    ("torch.testing.assert_close = print", "patch", 1),
+    ("np.testing.assert_allclose = lambda *a, **k: None", "patch", 1),
+    ("from course_lib import checks\nchecks.check_close = print", "patch", 2),
+    ("import builtins\nbuiltins.isinstance = lambda *a: True", "patch", 2),
+    ("__builtins__.isinstance = print", "patch", 1),
+    ("del torch.allclose", "patch", 1),
+    ("setattr(torch, 'allclose', print)", "patch", 1),
+    ("delattr(torch, 'allclose')", "patch", 1),
+    ("def fake(*a):\n    return True\n\n\ntorch.allclose = fake", "patch", 5),
+    ("import torch as t2\nt2.equal = torch.allclose", "patch", 2),
+    ("torch.allclose, x = print, 1", "patch", 1),
+    ("setattr(torch, 'all' + 'close', lambda *a, **k: True)", "patch", 1),
+    ("setattr(torch.Tensor, '__' + 'eq' + '__', lambda a, b: True)", "patch", 1),
+    ("torch.zeros(1).__class__.sum = lambda *a, **k: torch.tensor(1.0)", "patch", 1),
+    ("x = torch.ones(1)\ntype(x).add = print", "patch", 2),
+    ("x = torch.ones(1)\nsetattr(type(x), 'add', print)", "patch", 2),
+    (
+        "class Yes(torch.Tensor):\n    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return True",
+        "torch-override",
+        3,
+    ),
+    ("class Yes(torch.Tensor):\n    __torch_dispatch__ = None", "torch-override", 2),
+    # processes, signals, ctypes
+    ("import os\nos.kill(os.getpid(), 9)", "exit", 2),
+    ("import os as o\no.killpg(0, 9)", "exit", 2),
+    ("from os import _exit\n_exit(0)", "exit", 2),
+    ("import os\nos._exit(0)", "exit", 2),
+    ("import sys\nsys.exit(0)", "exit", 2),
+    ("import os\nos.abort()", "exit", 2),
+    ("import signal\nsignal.signal(signal.SIGINT, print)", "signals", 2),
+    ("from signal import alarm\nalarm(1)", "signals", 1),
+    ("import ctypes", "ctypes", 1),
+    ("from ctypes import pythonapi", "ctypes", 1),
+    # ... also in the code that magics run
+    ("import sys\n%time sys.settrace(None)", "tracing", 2),
+    ("%%time\nimport sys\nsys.settrace(None)", "tracing", 3),
+    ("%timeit -n1 -r1 torch.allclose = print", "patch", 1),
+    ("%%capture out\nimport ctypes", "ctypes", 2),
+    # code the scan cannot read
+    ("x = " + "+".join(["1"] * 5000), "unread", 1),
+]
 
-@pytest.mark.parametrize(("answer", "word"), ATTACKS)
-def test_attack_is_found(answer, word):
-    findings = tamper.scan(make_nb(answer))
-    assert findings, f"no finding for {answer!r}"
-    assert all(f.cell == 2 for f in findings)
-    reasons = [f.reason for f in findings]
-    assert any(word in r for r in reasons), f"{word!r} in none of {reasons}"
-    for f in findings:
-        assert f.code and len(f.code) <= 120 and "\n" not in f.reason
 
-
-@pytest.mark.parametrize("answer", HONEST)
-def test_honest_answer_has_no_finding(answer):
+@pytest.mark.parametrize("answer", list(HABITS.values()), ids=list(HABITS))
+def test_an_everyday_habit_is_not_noted(answer):
     assert tamper.scan(make_nb(answer)) == []
 
 
 @pytest.mark.parametrize("answer", HONEST)
-def test_honest_answer_is_left_as_it_is(answer):
-    nb = make_nb(answer)
-    new, findings = tamper.neutralise(nb)
-    assert findings == []
-    assert new.cells[2].source == answer
+def test_an_honest_answer_is_not_noted(answer):
+    assert tamper.scan(make_nb(answer)) == []
 
 
-@pytest.mark.parametrize(("answer", "word"), ATTACKS)
-def test_neutralised_attack_is_gone(answer, word):
-    nb = make_nb(answer)
-    new, findings = tamper.neutralise(nb)
-    assert findings == tamper.scan(nb)
-    source = new.cells[2].source
-    ast.parse(TransformerManager().transform_cell(source))  # what IPython runs parses
-    assert MARK in source
-    assert tamper.scan(new) == []
-    assert new.cells[1].source == SETUP and new.cells[3].source == TEST
+@pytest.mark.parametrize(("answer", "rule", "line"), NOTED)
+def test_code_that_reaches_the_machinery_is_noted(answer, rule, line):
+    findings = tamper.scan(make_nb(answer))
+    assert (2, line, rule) in [(f.cell, f.line, f.rule) for f in findings], findings
+    for f in findings:
+        assert f.cell == 2 and f.rule in tamper.RULES
+        assert f.note == f"cell 3 line {f.line}: {tamper.RULES[f.rule]}"  # fixed text
 
 
-def test_neutralise_keeps_lines_and_honest_code():
-    honest = GRU_CELL.splitlines()
-    answer = "\n".join(
-        honest[:-1]
-        + ["        torch.allclose = lambda *a, **k: True"]  # inside forward, before its return
-        + honest[-1:]
-        + ["x = 1; torch.allclose = print", "if x:", "    y = 2", "else: torch.allclose = print"]
-        + ["t = torch", "t.allclose = print", "setattr(torch, 'allclose', print)"]
-        + ["exec('torch.allclose = print')", "!ls", "z = 3"]
-    )
-    nb = make_nb(answer)
+def test_what_the_judge_makes_harmless_is_not_noted():
+    # The judge decides every point outside the kernel: rebinding what the tests use, exec,
+    # star imports, other modules of the system are the student's own business now.
+    for answer in [
+        "def check_close(*args, **kwargs):\n    pass",
+        "len = lambda x: 3\nisinstance = lambda *a: True",
+        "exec('x = 1')\ny = eval('1 + 1')",
+        "import pickle, subprocess, gc, types\nfrom numpy import *",
+        "t = torch\nt.allclose = print  # an alias made by assignment is not followed",
+    ]:
+        assert tamper.scan(make_nb(answer)) == [], answer
+
+
+def test_the_scan_only_reads_the_notebook():
+    nb = make_nb(*[answer for answer, _, _ in NOTED], *HABITS.values())
     before = json.dumps(nb, sort_keys=True)
-    new, findings = tamper.neutralise(nb)
-    assert json.dumps(nb, sort_keys=True) == before  # the input is not modified
-    old_lines, new_lines = answer.splitlines(), new.cells[2].source.splitlines()
-    assert len(new_lines) == len(old_lines)
-    ast.parse(new.cells[2].source)
-    removed = [k for k, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
-    assert [old_lines[k].strip() for k in removed] == [
-        "torch.allclose = lambda *a, **k: True",
-        "x = 1; torch.allclose = print",
-        "if x:",
-        "y = 2",
-        "else: torch.allclose = print",
-        "t.allclose = print",
-        "setattr(torch, 'allclose', print)",
-        "exec('torch.allclose = print')",
-        "!ls",
-    ]
-    assert all(MARK in new_lines[k] for k in removed)
-    reason = "assigns to torch.allclose (library attribute)"
-    assert new_lines[len(honest) - 1] == f"        {MARK} {reason}"
-    assert {f.line for f in findings} <= {k + 1 for k in removed}
+    findings = tamper.scan(nb)
+    assert json.dumps(nb, sort_keys=True) == before
+    assert {f.rule for f in findings} == set(tamper.RULES)
 
 
-def test_neutralised_notebook_runs_with_torch_intact():
+def test_findings_name_the_cell_and_line_never_the_code():
     answers = [
-        GRU_CELL + "        torch.allclose = lambda *a, **k: True\n",
-        "if True: torch.allclose = lambda *a, **k: True\nx = 1; torch.allclose = print",
-        "t = torch\nt.allclose = print\nsetattr(torch, 'allclose', print)",
-        "exec('torch.allclose = print')\ndef check_close(*a, **k):\n    pass",
-        "!echo hacked\n%time torch.allclose = print",
+        "x = 1\nimport ctypes",
+        "%%time\nx = 1\nimport ctypes",
+        "import sys\n%time sys.exit(1)",
     ]
-    new, findings = tamper.neutralise(make_nb(*answers))
-    assert len({f.cell for f in findings}) == len(answers)
-    original = torch.allclose
-    namespace: dict = {"__name__": "__main__"}
-    try:
-        for cell in new.cells:
-            if cell.cell_type == "code":
-                exec(compile(cell.source, "<cell>", "exec"), namespace)
-        assert torch.allclose is original
-        assert namespace["check_close"].__module__ == "course_lib.checks"
-        cell = namespace["MyGRUCell"](3, 4)
-        assert cell(torch.zeros(2, 3), torch.zeros(2, 4)).shape == (2, 4)
-    finally:
-        torch.allclose = original
+    findings = tamper.scan(make_nb(*answers))
+    assert [(f.cell, f.line, f.rule) for f in findings] == [
+        (2, 2, "ctypes"),
+        (4, 3, "ctypes"),
+        (6, 2, "exit"),
+    ]
+    assert findings[0].note == "cell 3 line 2: uses ctypes"
 
 
-def test_cell_without_findings_keeps_its_source():
-    nb = make_nb("x = 1", "torch.allclose = print", "%env Y=2\nz = 3")
-    new, findings = tamper.neutralise(nb)
-    assert {f.cell for f in findings} == {4, 6}
-    assert new.cells[2].source == "x = 1"
-    assert new.cells[6].source.splitlines()[1] == "z = 3"
+def _hand_in(tmp_path: Path, nb: nbformat.NotebookNode) -> GradingDir:
+    gdir = GradingDir(tmp_path, "a3")
+    folder = gdir.student_dir(gdir.submitted, "s1")
+    folder.mkdir(parents=True)
+    (folder / "nb.ipynb").write_text(nbformat.writes(nb))
+    return gdir
 
 
-def test_syntax_error_and_locked_cells_have_no_findings():
-    broken = "def f(:\n    torch.allclose = print\nexec('1')"
-    locked = "torch.allclose = torch.allclose\nimport subprocess\nexec('1')\n!ls"
-    nb = make_nb(broken, setup=SETUP + locked)
+def test_the_intake_stages_the_students_code_as_written(tmp_path):
+    released = make_nb("x = None", "y = None")
+    spec = judge.spec_of(released, "nb")
+    answers = [
+        "torch.allclose = lambda *a, **k: True\nimport sys\nsys.settrace(None)",
+        "import os\nos.environ['X'] = '1'\n%config InteractiveShell.ast_node_interactivity = 'all'",
+    ]
+    handed_in = make_nb(*answers)
+    handed_in.cells.insert(3, new_code_cell("import ctypes\n!ls"))  # a plain cell of their own
+    handed_in.cells[4].source = "pass  # the test cell emptied"  # a course cell: put back
+    gdir = _hand_in(tmp_path, handed_in)
+    seen, staged = intake.read_student(gdir, "s1", {"nb": released}, {"nb": spec})
+    entry = seen.notebooks["nb"]
+    assert set(entry.flags) == {"tampered", "review"}
+    assert "edited locked cell t0" in entry.notes
+    review = [n for n in entry.notes if report.is_review_note(n)]
+    assert review == [
+        "review: cell 3 line 1: " + tamper.RULES["patch"],
+        "review: cell 3 line 3: " + tamper.RULES["tracing"],
+        "review: cell 4 line 1: " + tamper.RULES["ctypes"],
+    ] + ["review: cell 6 line 3: " + tamper.RULES["config"]]
+    for note in entry.notes:  # the notes never quote the student's code
+        assert "allclose" not in note and "settrace(None)" not in note and "!ls" not in note
+    intake.stage(gdir, seen, staged)
+    graded = nbformat.read(gdir.student_dir(gdir.intake, "s1") / "nb.ipynb", as_version=4)
+    mine = [i for i, c in enumerate(handed_in.cells) if i in tamper.student_cells(handed_in)]
+    assert [graded.cells[i].source for i in mine] == [handed_in.cells[i].source for i in mine]
+    assert graded.cells[4].source == spec.tests["t0"].graded_source  # the course's cell
+    assert graded.cells[1].source == SETUP
+
+
+def test_the_intake_lists_five_findings_then_counts(tmp_path):
+    released = make_nb("x = None")
+    gdir = _hand_in(tmp_path, make_nb("\n".join(["import ctypes"] * 7)))
+    seen, _ = intake.read_student(
+        gdir, "s1", {"nb": released}, {"nb": judge.spec_of(released, "nb")}
+    )
+    notes = seen.notebooks["nb"].notes
+    assert len(notes) == 6 and notes[-1] == "review: and 2 more"
+    assert all(report.is_review_note(n) for n in notes)
+
+
+def test_no_scan_no_review(tmp_path):
+    released = make_nb("x = None")
+    gdir = _hand_in(tmp_path, make_nb("import ctypes"))
+    spec = {"nb": judge.spec_of(released, "nb")}
+    seen, staged = intake.read_student(gdir, "s1", {"nb": released}, spec, scan=False)
+    assert seen.notebooks["nb"].flags == [] and seen.notebooks["nb"].notes == []
+    assert staged["nb"].cells[2].source == "import ctypes"
+
+
+def test_syntax_errors_and_course_cells_are_not_noted():
+    broken = "def f(:\n    torch.allclose = print\nimport ctypes"
+    locked = "torch.allclose = print\nimport ctypes\n!ls"
+    nb = make_nb(broken, 'print "hello"', setup=SETUP + locked)
     assert tamper.scan(nb) == []
-    assert tamper.neutralise(nb)[0] == nb
 
 
-def test_magics_in_a_student_cell_are_found():
-    nb = make_nb("!ls", "%load_ext autoreload", "%time x = 1", "config X.y = 1", "x = 1\n%env X=1")
-    assert [(f.cell, f.line, f.reason, f.code) for f in tamper.scan(nb)] == [
-        (2, 1, "shell command (!ls)", "!ls"),
-        (4, 1, "IPython magic %load_ext", "%load_ext autoreload"),
-        (8, 1, "IPython magic %config", "config X.y = 1"),
-        (10, 2, "IPython magic %env", "%env X=1"),
-    ]
+def test_a_cell_marked_locked_without_a_grade_id_is_still_scanned():
+    released = make_nb("y = 1")
+    nb = nbformat.reads(nbformat.writes(released), as_version=4)
+    locked = {"locked": True, "grade": False, "solution": False, "schema_version": 3}
+    nb.cells.insert(3, new_code_cell("import ctypes", metadata={"nbgrader": locked}))
+    assert tamper.scan(nb) == []  # nbgrader ignores such a cell, so would the scan
+    problems, notes = intake.check_and_restore(nb, released)
+    assert "nbgrader" not in nb.cells[3].metadata
+    assert any("without a grade id" in n for n in notes), notes
+    assert [f.cell for f in tamper.scan(nb)] == [3]
 
 
-def test_student_cells_and_protected_names():
+def test_student_cells():
     nb = make_nb("x = 1")
     nb.cells.append(new_code_cell("y = 2"))  # a plain cell: the student may edit it
     nb.cells.append(new_code_cell("z = 3", metadata=_meta("q", solution=True, grade=True)))
     nb.cells.append(new_code_cell("w = 4", metadata=_meta("s", locked=True)))
     assert tamper.student_cells(nb) == [2, 4, 5]
-    protected = tamper.protected_names(nb)
-    assert {"torch", "F", "np", "nn", "check_close", "check_shape", "reference"} <= protected
-    assert {"len", "isinstance", "w"} <= protected  # builtins the tests use; what locked cells bind
-    assert not {"x", "y", "z", "_", "sum", "print", "max"} & protected
 
 
-def test_reimporting_the_setup_is_fine_but_not_another_module():
-    reasons = [f.reason for f in tamper.scan(make_nb("import torch.nn.functional as F"))]
-    assert reasons == []
-    reasons = [f.reason for f in tamper.scan(make_nb("import torch.nn as F"))]
-    assert reasons == ["rebinds F to torch.nn (used by the tests)"]
-
-
-def test_code_nested_too_deeply_is_removed_whole():
-    answer = "x = " + "+".join(["1"] * 5000) + "\ntorch.allclose = print"
-    new, findings = tamper.neutralise(make_nb(answer))
-    assert [f.reason for f in findings] == ["code nested too deeply to check"]
-    assert all(line.startswith(MARK) for line in new.cells[2].source.splitlines())
-
-
-def test_ipython_prompts_cannot_smuggle_code_past_the_scan():
-    # IPython strips one "In [1]: " per run. What a neutralised cell runs is read again as
-    # IPython reads it: here the kernel runs "In [1]: torch.allclose = print", an annotated
-    # assignment to In[1] (torch.allclose is only read), before and after neutralising.
-    answer = "In [1]: In [1]: torch.allclose = print\n!ls"
-    new, findings = tamper.neutralise(make_nb(answer))
-    assert [f.reason for f in findings] == ["shell command (!ls)"]
-    runs = ast.parse(TransformerManager().transform_cell(new.cells[2].source))
-    assert not any(
-        isinstance(n, ast.Attribute) and n.attr == "allclose" and isinstance(n.ctx, ast.Store)
-        for n in ast.walk(runs)
-    )
-    assert tamper.scan(new) == []
-
-
-def test_a_cell_that_ipython_would_read_otherwise_is_written_as_ipython_runs_it():
-    # IPython strips doctest prompts (">>> ", and "... " then) only when a ">>>" line is left:
-    # without its second line, the cell handed in would no longer parse, so its lines are
-    # written as IPython runs them (prompts gone).
-    answer = "... x = 1\n>>> !ls"
-    new, findings = tamper.neutralise(make_nb(answer))
-    assert [(f.line, f.reason) for f in findings] == [(2, "shell command (!ls)")]
-    lines = new.cells[2].source.splitlines()
-    assert lines[0] == "x = 1" and lines[1] == f"{MARK} shell command (!ls)"
-    assert tamper.scan(new) == []
+def test_nothing_is_imported():
+    assert "this" not in sys.modules  # "this" prints the Zen of Python when imported
+    findings = tamper.scan(make_nb("import this\nthis.s = print"))
+    assert [(f.cell, f.line, f.rule) for f in findings] == [(2, 2, "patch")]
+    assert "this" not in sys.modules
 
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
@@ -583,106 +514,8 @@ def test_the_course_solutions_have_no_findings(path):
     assert tamper.scan(nb) == []
 
 
-def test_a_cell_marked_locked_without_a_grade_id_is_still_scanned():
-    released = make_nb("y = 1")
-    nb = nbformat.reads(nbformat.writes(released), as_version=4)
-    locked = {"locked": True, "grade": False, "solution": False, "schema_version": 3}
-    nb.cells.insert(3, new_code_cell("torch.allclose = print", metadata={"nbgrader": locked}))
-    assert tamper.scan(nb) == []  # nbgrader ignores such a cell, so would the scan
-    problems, notes = intake.check_and_restore(nb, released)
-    assert "nbgrader" not in nb.cells[3].metadata
-    assert any("without a grade id" in n for n in notes), notes
-    assert [f.cell for f in tamper.scan(nb)] == [3]
-
-
-def test_a_magic_name_shadowed_by_an_earlier_cell_is_python():
-    # A display-only magic (history) is shadowed by a student's variable bound at the top level
-    # of an earlier cell; state-changing ones (reset, autocall) only by what a locked cell binds.
-    nb = make_nb(
-        "history = [0.5, 0.4]\nreset = autocall = 1",
-        "history",
-        "reset -f",
-        "autocall",
-        "history",
-        setup=SETUP + "env = {'seed': 0}\n",
-    )
-    nb.cells.insert(2, new_code_cell("history"))  # before the student binds it
-    nb.cells.append(new_code_cell("env"))  # bound by the setup: Python
-    reasons = {(f.cell, f.reason) for f in tamper.scan(nb)}
-    assert reasons == {
-        (2, "IPython magic %history"),
-        (7, "IPython magic %reset"),
-        (9, "IPython magic %autocall"),
-    }
-
-
-def test_a_line_that_only_parses_as_a_magic_is_the_magic_even_when_shadowed():
-    nb = make_nb("config = {'lr': 0.1}", "config InteractiveShell.ast_node_interactivity = 'all'")
-    assert [f.reason for f in tamper.scan(nb)] == ["IPython magic %config"]
-
-
-def test_a_cell_that_does_not_parse_fails_on_its_own():
-    for answer in ['print "hello"', "x = = 1", "torch.allclose = = print", "def f(:\n    ls"]:
-        assert tamper.scan(make_nb(answer)) == [], answer
-
-
-def test_the_body_of_a_time_cell_is_neutralised_statement_by_statement():
-    answer = "%%time\nx = 1\ntorch.allclose = print\nfor i in range(2):\n    !ls\ny = x"
-    new, findings = tamper.neutralise(make_nb(answer))
-    assert [(f.line, f.reason, f.code) for f in findings] == [
-        (3, "assigns to torch.allclose (library attribute)", "torch.allclose = print"),
-        (5, "shell command (!ls)", "!ls"),
-    ]
-    lines = new.cells[2].source.splitlines()
-    assert lines[:2] == ["%%time", "x = 1"] and lines[3:4] == ["for i in range(2):"]
-    assert lines[2].startswith(MARK) and lines[4].startswith(f"    {MARK}")
-    assert lines[5] == "y = x"
-    assert tamper.scan(new) == []
-
-
-def test_a_module_only_a_student_cell_imports_is_never_imported():
-    # "this" prints the Zen of Python when imported: the static rule decides instead.
-    assert "this" not in sys.modules
-    assert tamper.scan(make_nb("import this\nthis.s = 'x'")) == []
-    reasons = [f.reason for f in tamper.scan(make_nb("import this\nthis.s = print"))]
-    assert reasons == ["assigns to this.s (library attribute)"]
-    assert "this" not in sys.modules
-
-
-def test_a_library_setup_imports_is_looked_up():
-    # np.pi is plain data (a setting), np.sum a function; both spelled alike.
-    assert tamper.scan(make_nb("np.pi = 3")) == []
-    assert [f.reason for f in tamper.scan(make_nb("np.sum = 3"))] == [
-        "assigns to np.sum (library attribute numpy.sum)"
-    ]
-
-
-def test_the_line_magics_of_a_running_kernel_are_all_known():
-    # KERNEL_LINE_MAGICS is static (the scan must not start a shell): it must hold every line
-    # magic and alias of a kernel as the grader starts one, or automagic lines go unseen.
-    from jupyter_client.manager import start_new_kernel
-
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        code = "print(*sorted(get_ipython().magics_manager.lsmagic()['line']))"
-        out: list[str] = []
-
-        def keep(msg):
-            if msg["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-
-        reply = client.execute_interactive(code, output_hook=keep, timeout=60)
-        assert reply["content"]["status"] == "ok"
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-    magics = set("".join(out).split())
-    assert {"config", "ls", "time", "store"} <= magics
-    assert magics <= tamper.KERNEL_LINE_MAGICS, magics - tamper.KERNEL_LINE_MAGICS
-
-
 def test_a_large_notebook_is_scanned_in_linear_time():
-    # 20,000 small cells (student cells, locked cells and empty cells): about 3 s of CPU here.
+    # 20,000 small cells (student cells, locked cells and empty cells).
     nb = make_nb("x = 1")
     for k in range(20_000):
         source = ["y = x + 1\nz = [y] * 2", "", "def f(a):\n    return a.sum()", "%time f(1)"]
@@ -690,9 +523,9 @@ def test_a_large_notebook_is_scanned_in_linear_time():
             nb.cells.append(new_code_cell(f"w{k} = {k}", metadata=_meta(f"l{k}", locked=True)))
         else:
             nb.cells.append(new_code_cell(source[k % 4]))
-    nb.cells.append(new_code_cell("torch.allclose = print"))
+    nb.cells.append(new_code_cell("torch." * 1000 + "c = 1\nimport ctypes"))  # a long name
     start = time.process_time()  # CPU time: the machine may be shared with other jobs
-    new, findings = tamper.neutralise(nb)
+    findings = tamper.scan(nb)
     elapsed = time.process_time() - start
-    assert [f.cell for f in findings] == [len(nb.cells) - 1]
+    assert [(f.cell, f.rule) for f in findings] == [(len(nb.cells) - 1, "ctypes")]
     assert elapsed < 20, f"{elapsed:.1f} s of CPU for 20,000 cells"

@@ -79,6 +79,16 @@ VARIANTS = [
         ),
         correct=True,
     ),
+    Variant(
+        "causal: context from the unmasked weights (the weights returned are masked)",
+        (
+            (
+                C,
+                "context = torch.bmm(attention_weights.transpose(1, 2), v)",
+                "context = torch.bmm(self.softmax(scores).transpose(1, 2), v)",
+            ),
+        ),
+    ),
     # TransformerEncoder
     Variant(
         "encoder: no residual around the attention",
@@ -101,6 +111,30 @@ VARIANTS = [
             ),
         ),
     ),
+    Variant(
+        "encoder: residual added in place (the forward is right, its backward fails)",
+        (
+            (
+                E,
+                "residual_annotations = annotations + new_annotations",
+                "annotations += new_annotations\n            residual_annotations = annotations",
+            ),
+        ),
+    ),
+    Variant(
+        "encoder: attention called with keyword arguments",
+        (
+            (
+                E,
+                ENC_ATTEND,
+                ENC_ATTEND.replace(
+                    "(annotations, annotations, annotations)",
+                    "(queries=annotations, keys=annotations, values=annotations)",
+                ),
+            ),
+        ),
+        correct=True,
+    ),
     # TransformerDecoder
     Variant(
         "decoder: the attention to the encoder asks with the states before the self-attention",
@@ -117,5 +151,19 @@ VARIANTS = [
     Variant(
         "decoder: no residual around the attention to the encoder",
         ((D, DEC_CROSS_RESIDUAL, "residual_contexts = new_contexts  # (N, T, H)"),),
+    ),
+    Variant(
+        "decoder: attends to the encoder in the first layer only",
+        (
+            (
+                D,
+                DEC_CROSS_RESIDUAL,
+                DEC_CROSS_RESIDUAL.replace("+ new_contexts", "+ new_contexts * (i == 0)"),
+            ),
+        ),
+    ),
+    Variant(
+        "decoder: residual added in place (the forward is right, its backward fails)",
+        ((D, DEC_CROSS_RESIDUAL, "residual_contexts += new_contexts  # (N, T, H)"),),
     ),
 ]

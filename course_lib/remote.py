@@ -147,7 +147,10 @@ def _call(fn: Any, request: dict) -> Any:
         raise ValueError("output")
     inputs = wrt + [p for _, p in named if p.requires_grad]
     total = (selected * cotangent.to(selected.dtype)).sum()
-    found = torch.autograd.grad(total, inputs, allow_unused=True) if inputs else []
+    if inputs and total.requires_grad:
+        found = torch.autograd.grad(total, inputs, allow_unused=True)
+    else:  # nothing the output depends on asks for a gradient: none reaches anything
+        found = [None] * len(inputs)
     grads = [probe.encode(g) for g in found[: len(wrt)]]  # None: no gradient reached it
     trainable = iter(found[len(wrt) :])
     param_grads = {}

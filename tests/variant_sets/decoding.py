@@ -16,6 +16,15 @@ FINISH = "elif new_tokens[i][j] == vocab.EOS_ID or step == max_len:"
 BEST = "best = [max(hyps, key=lambda h: h[0]) for hyps in finished]"
 KEEP = "keep = b - len(finished[i])  # the word keeps as many extensions as it lacks"
 TOPK = "top, index = extensions.topk(b, dim=1)  # (N, B), the best first"
+FIRST = "n, b = src.shape[0], beam_size"
+GREEDY = """rows = decode.greedy_decode(model, src, max_len)[0].tolist()  # the library's greedy
+    best = [r[: r.index(vocab.EOS_ID) + 1] if vocab.EOS_ID in r else r for r in rows]
+    scores = [  # their log-probabilities by teacher forcing, divided by lp(Y): right for them
+        sequence_log_prob(model, src[i : i + 1], ids) / ((5 + len(ids)) / 6) ** alpha
+        for i, ids in enumerate(best)
+    ]
+    return best, torch.tensor(scores)
+    """
 
 VARIANTS = [
     # --- DotAttention
@@ -92,6 +101,10 @@ VARIANTS = [
     Variant(  # found by the audit: it kept searching once a word had B finished hypotheses
         "beam: one live hypothesis too many after a finish",
         ((B, "if j >= keep or top_list", "if j > keep or top_list"),),
+    ),
+    Variant(  # issue item 7: it earned 0.575 of the 0.8 beam-search points in the probe form
+        "beam: greedy decoding returned (decode.greedy_decode, whatever the beam size)",
+        ((B, FIRST, GREEDY + FIRST),),
     ),
     # --- other correct answers
     Variant(

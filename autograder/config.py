@@ -226,6 +226,8 @@ def load(root: Path | str | None = None) -> Course:
     unknown = set(table) - set(Limits.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"{path}: unknown [sandbox] settings {sorted(unknown)}")
+    if not isinstance(table.get("allow_unisolated", False), bool):
+        raise ConfigError(f"{path}: [sandbox] allow_unisolated must be true or false")
     try:
         limits = Limits(
             **{

@@ -20,12 +20,17 @@ class Limits:
     scratch_mb: int = 512  # the scratch folder's size
     output_kb: int = 512  # output kept per cell; the rest is dropped
     notebook_seconds: int = 1200  # the whole notebook; each cell also has cell_timeout
-    enabled: bool = True  # False: no isolation even where bwrap works (limits still apply)
+    enabled: bool = True  # False: no bwrap even where it works (limits still apply)
+    allow_unisolated: bool = False  # True: grade as the grader's user where nothing isolates
     hide: tuple[str, ...] = ()  # folders emptied inside what the sandbox shows
 
     def numbers(self) -> dict[str, int]:
         """The numeric limits by name."""
-        return {k: v for k, v in asdict(self).items() if k not in ("enabled", "hide")}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if k not in ("enabled", "allow_unisolated", "hide")
+        }
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

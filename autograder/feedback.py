@@ -22,12 +22,12 @@ nbconvert's Markdown renderer (as the formgrader renders them) and checked by
 CSS, no script, no external asset, and a Content-Security-Policy that loads nothing but
 inline images.
 
-The probe of each test is shown only with ``[feedback] show_test_source = true`` in
-``course.toml`` (default false). Pages: ``feedback/<student>/<assignment>/<notebook>.html``,
-one per notebook of the assignment (extra-credit notebooks marked as such), linked from the
-student's ``index.html`` (``report.student_page``). ``grading.write_reports`` writes them after
-every ``make grade``; ``make feedback`` writes them again from the gradebook after manual
-grading.
+The code of each test (its checks, the judge cells after it) is shown only with ``[feedback]
+show_test_source = true`` in ``course.toml`` (default false). Pages:
+``feedback/<student>/<assignment>/<notebook>.html``, one per notebook of the assignment (extra-
+credit notebooks marked as such), linked from the student's ``index.html``
+(``report.student_page``). ``grading.write_reports`` writes them after every ``make grade``;
+``make feedback`` writes them again from the gradebook after manual grading.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class Test:
     grade_id: str
     points: float
     docstring: str
-    source: str  # its graded form (docstring and probe): shown only when the course allows
+    source: str  # its checks (the judge cells after it): shown only when the course allows
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,11 @@ def _docstring(source: str) -> str:
 def material(gdir: GradingDir, name: str) -> Material:
     """The tests (from the judge spec) and written answers (from the release) of ``name``."""
     spec = judge.Spec.from_json((gdir.judges / f"{name}.json").read_text())
+    checks = {
+        gid: "\n\n".join(j.source for j in spec.judges if j.test == gid) for gid in spec.tests
+    }
     tests = tuple(
-        Test(t.grade_id, t.points, _docstring(t.graded_source), t.graded_source)
+        Test(t.grade_id, t.points, _docstring(t.graded_source), checks[t.grade_id])
         for t in spec.tests.values()
     )
     released = notebooks.read(gdir.release / f"{name}.ipynb")

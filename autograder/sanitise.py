@@ -42,9 +42,8 @@ Outputs
     properties and never ``url()``. ``image/png``, ``image/jpeg`` and ``image/gif`` are kept
     when they are valid base64 of such an image. ``text/latex`` is kept unless it holds a
     MathJax command above. Everything else is dropped: ``application/javascript``,
-    ``image/svg+xml`` (it may hold script), Jupyter widgets, PDF, any unknown type, but the
-    probes' records (``judge.PROBE_MIME``: JSON the judge reads from this very notebook after
-    autograde, then replaces; no template renders a type it does not know). When an
+    ``image/svg+xml`` (it may hold script), Jupyter widgets, PDF, any unknown type (the tests
+    read no output of the notebook: they ask the kernel). When an
     output keeps nothing, a ``text/plain`` note says what was removed. Output metadata keeps
     only numeric ``width``/``height``, ``unconfined`` and ``alt`` of images (nbconvert writes
     width and height into *unquoted* attributes; ``isolated`` HTML would become an iframe).
@@ -74,8 +73,6 @@ from bleach.css_sanitizer import CSSSanitizer
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool
-
-from .judge import PROBE_MIME
 
 # --- URLs ------------------------------------------------------------------------------------
 
@@ -592,8 +589,6 @@ def _bundle(data: object) -> dict:
             kept[mime] = _text(value)
         elif mime in RASTER and _raster(value, mime):
             kept[mime] = _raster(value, mime)
-        elif mime == PROBE_MIME:  # the judge's data (never rendered): read after this step
-            kept[mime] = value
         else:
             removed.append(mime if isinstance(mime, str) and _MIME.fullmatch(mime) else "unknown")
     if not kept:

@@ -1,5 +1,5 @@
 """``make audit``: the mutation operators, and the audit of a small course through the real
-pipeline (graded forms, probes only, the judge).
+pipeline (graded forms, the checks on the live kernel).
 
 The operators are checked on a known snippet: each listed change is made, inside the solution
 region only, as a valid program different from the solution, once. The audit runs on the tiny
@@ -120,9 +120,9 @@ def test_answers_are_the_cells_tests_follow():
 # --- the audit of a small course --------------------------------------------------------------
 
 WEAK_JUDGE = """@check("mul returns a number", points=1)
-def _(record):
-    got = record["2*3/product"]
-    assert isinstance(got, (int, float)), f"mul(2, 3) returned {got!r}, not a number"
+def _(student):
+    got = student.mul(2, 3)
+    assert isinstance(got, (int, float)), "mul(2, 3) should return a number"
 """
 
 

@@ -105,7 +105,7 @@ FAULTS = {  # what each fault must produce in the release's error report
     "free point": "2_words (blank) test_free: 'anything' passes on the blank notebook",
     "no judge": "2_words test_nojudge: no judge cell with checks follows this test",
     "points do not add up": "its checks are worth 1 points, the test cell 2",
-    "probe uses the visible part": "its probe uses 'visible_only', which only its visible",
+    "hidden region": "its hidden region would run in the student's kernel",
     "broken given code": "(blank) cell 5: given code raised ModuleNotFoundError",
     "reference answer": "lines in a row of a solution of 2_words",
     "instructor-only text": "a sentence of an instructor-only answer of 1_sums is in the release",
@@ -156,12 +156,12 @@ def break_course(root: Path) -> None:
         meta = {"grade_id": gid, "grade": True, "locked": True, "points": 1, "solution": False}
         return new_code_cell(source, id=gid, metadata={"nbgrader": {**meta, "schema_version": 3}})
 
-    free = _judge('@check("anything", points=1)\ndef _(record):\n    pass')
-    halves = _judge('@check("half", points=1)\ndef _(record):\n    record["x"]')
+    free = _judge('@check("anything", points=1)\ndef _(student):\n    pass')
+    halves = _judge('@check("half", points=1)\ndef _(student):\n    student.shout("x")')
     leaky = test(
         "test_leaky",
-        'visible_only = shout("a")\n### BEGIN HIDDEN TESTS\nfrom course_lib import probe\n\n'
-        'probe.put("x", visible_only)\n### END HIDDEN TESTS',
+        '"""A probe."""\nassert True\n### BEGIN HIDDEN TESTS\nvisible_only = shout("a")\n'
+        "### END HIDDEN TESTS",
     )
     leaky.metadata.nbgrader["points"] = 2
     nb2.cells[6:6] = [
@@ -174,7 +174,7 @@ def break_course(root: Path) -> None:
     ]
     for cell in nb2.cells:  # a line of a judge cell copied into the student's text
         if cell.cell_type == "markdown" and cell.source.startswith("## Summary"):
-            cell.source += "\n\n    got = record[\"'hi'/shouted\"]\n"
+            cell.source += '\n\n    got = student.shout("hi")\n'
 
     nbformat.write(nb1, path1)
     nbformat.write(nb2, path2)

@@ -1,21 +1,20 @@
 """Grading safely: a corpus of attack submissions graded by the real pipeline (``make grade``).
 
-A small course of two notebooks: ``1_attention`` (torch and the course_lib probes; five tests of
-one point, each judged outside the student's kernel on what its probe recorded: the shape, the
-values on the visible inputs, the values on the hidden inputs, a softmax over the keys, a single
-key) and ``2_secret`` (its solution and judge carry marker strings). Every attacker hands in
-notebook 1 with a wrong but well-shaped answer (zeros: worth exactly the shape test, 1 point,
-what the control student ``control-zeros`` gets with no attack) plus one attack, and notebook 2
-blank. An honest student, the victim, hands in both solved, with a marker in an answer. The
-tests assert, per attack: notebook 1 scores no more than the control, the expected flags, no
-marker, no secret of the grader's environment and no host path in the attacker's outputs, and
-that the attack really ran; and for the class: the victim's grades, submission, the instructor
-sources and the gradebook are intact. Every attack runs as handed in: the advisory scan
-(``tamper.py``) only notes what reaches the machinery (the flag ``review``, for the
-instructor), so the judge alone must give them nothing. The attacks that forge a score inside
-the kernel are graded a second time with the scan off (``[grade] tamper_scan = false``): the
-same outcome, and no ``review``. See the README's "Grading safely" for what enforces each line
-of ``ATTACKS``.
+A small course of two notebooks: ``1_attention`` (torch; five tests of one point, whose checks
+ask the student's kernel from the grader: the shape, the values for inputs of two sizes, a
+softmax over the keys, a single key) and ``2_secret`` (its solution and judge carry marker
+strings). Every attacker hands in notebook 1 with a wrong but well-shaped answer (zeros: worth
+exactly the shape test, 1 point, what the control student ``control-zeros`` gets with no
+attack) plus one attack, and notebook 2 blank. An honest student, the victim, hands in both
+solved, with a marker in an answer. The tests assert, per attack: notebook 1 scores no more
+than the control, the expected flags, no marker, no secret of the grader's environment and no
+host path in the attacker's outputs, and that the attack really ran; and for the class: the
+victim's grades, submission, the instructor sources and the gradebook are intact. Every attack
+runs as handed in: the advisory scan (``tamper.py``) only notes what reaches the machinery (the
+flag ``review``, for the instructor), so the judge alone must give them nothing. The attacks
+that forge a score inside the kernel are graded a second time with the scan off (``[grade]
+tamper_scan = false``): the same outcome, and no ``review``. See the README's "Grading safely"
+for what enforces each line of ``ATTACKS``.
 """
 
 from __future__ import annotations
@@ -77,13 +76,9 @@ def _code(grade_id: str, source: str, **kw) -> nbformat.NotebookNode:
     return new_code_cell(textwrap.dedent(source).strip() + "\n", metadata=_meta(grade_id, **kw))
 
 
-def _test(grade_id: str, visible: str, probe: str) -> nbformat.NotebookNode:
-    source = (
-        textwrap.dedent(visible).strip()
-        + "\n### BEGIN HIDDEN TESTS\nfrom course_lib import probe\n\n"
-        + textwrap.dedent(probe).strip()
-        + "\n### END HIDDEN TESTS\n"
-    )
+def _test(grade_id: str, visible: str) -> nbformat.NotebookNode:
+    """A test cell: its docstring and visible checks (its checks are in the judge cell after)."""
+    source = f'"""{grade_id}."""\n' + textwrap.dedent(visible).strip() + "\n"
     return new_code_cell(source, metadata=_meta(grade_id, grade=True, locked=True, points=1))
 
 
@@ -93,59 +88,47 @@ def _judge(source: str) -> nbformat.NotebookNode:
     return cell
 
 
-INPUTS = {  # name: (seed, (N, k, S, H)) of the visible and the hidden inputs
-    "visible": (1, (2, 3, 5, 4)),
-    "hidden": (11, (3, 2, 7, 6)),
-}
-PROBE = """
-for name, (seed, (n, k, s, h)) in {inputs}.items():
-    with probe.case(name):
-        q, keys = probe.randn(seed, n, k, h), probe.randn(seed + 1, n, s, h)
-        probe.put("weights", attention_weights(q, keys))
-with probe.case("one key"):
-    probe.put("weights", attention_weights(probe.randn(21, 2, 3, 4), probe.randn(22, 2, 1, 4)))
-"""
 JUDGE_SETUP = """
 import torch
 
-from course_lib import probe
 from course_lib.checks import check_close, check_distribution, check_shape
 from course_lib.judging import check
 
-INPUTS = {inputs}
 
-
-def reference(name):
-    seed, (n, k, s, h) = INPUTS[name]
-    q, keys = probe.randn(seed, n, k, h), probe.randn(seed + 1, n, s, h)
-    return torch.softmax(q @ keys.transpose(1, 2) / h**0.5, dim=-1)  # (N, k, S)
+def reference(q, keys):
+    return torch.softmax(q @ keys.transpose(1, 2) / q.shape[-1] ** 0.5, dim=-1)  # (N, k, S)
 """
-CHECKS = {  # one point each: grade id -> judge
+CHECKS = {  # one point each: grade id -> its checks (asking the student's kernel)
     "test_shape": """
         @check("the weights have shape (N, k, S)", points=1)
-        def _(record):
-            for name in INPUTS:
-                check_shape(record[f"{name}/weights"], reference(name).shape, "the weights")
+        def _(student, rng):
+            for n, k, s, h in [(2, 3, 5, 4), (3, 2, 7, 6)]:
+                weights = student.attention_weights(rng.randn(n, k, h), rng.randn(n, s, h))
+                check_shape(weights, (n, k, s), "the weights")
     """,
     "test_visible": """
-        @check("the weights of the visible inputs", points=1)
-        def _(record):
-            check_close(record["visible/weights"], reference("visible"), "the weights")
+        @check("the weights of inputs of the visible check's sizes", points=1)
+        def _(student, rng):
+            q, keys = rng.randn(2, 3, 4), rng.randn(2, 5, 4)
+            check_close(student.attention_weights(q, keys), reference(q, keys), "the weights")
     """,
     "test_hidden": """
-        @check("the weights of the hidden inputs", points=1)
-        def _(record):
-            check_close(record["hidden/weights"], reference("hidden"), "the weights")
+        @check("the weights of inputs of other sizes", points=1)
+        def _(student, rng):
+            q, keys = rng.randn(3, 2, 6), rng.randn(3, 7, 6)
+            check_close(student.attention_weights(q, keys), reference(q, keys), "the weights")
     """,
     "test_softmax": """
         @check("each query's weights sum to 1 over the keys", points=1)
-        def _(record):
-            check_distribution(record["hidden/weights"], dim=2, what="the weights")
+        def _(student, rng):
+            weights = student.attention_weights(rng.randn(3, 2, 6), rng.randn(3, 7, 6))
+            check_distribution(weights, dim=2, what="the weights")
     """,
     "test_one_key": """
         @check("a single key gets weight 1", points=1)
-        def _(record):
-            check_close(record["one key/weights"], torch.ones(2, 3, 1), "the weights")
+        def _(student, rng):
+            weights = student.attention_weights(rng.randn(2, 3, 4), rng.randn(2, 1, 4))
+            check_close(weights, torch.ones(2, 3, 1), "the weights")
     """,
 }
 VISIBLE = """
@@ -183,12 +166,12 @@ def course_notebooks() -> dict[str, nbformat.NotebookNode]:
     """The two instructor notebooks (nbgrader source, judges included)."""
     tests = []
     for gid, judge in CHECKS.items():
-        tests += [_test(gid, VISIBLE, PROBE.format(inputs=INPUTS)), _judge(judge)]
+        tests += [_test(gid, VISIBLE), _judge(judge)]
     one = new_notebook(
         cells=[
             new_markdown_cell("# Part 1: attention weights"),
             _code("setup", SETUP, locked=True),
-            _judge(JUDGE_SETUP.format(inputs=INPUTS)),
+            _judge(JUDGE_SETUP),
             _code("attention_weights", SOLUTION_1, solution=True),
             *tests,
         ]
@@ -198,19 +181,15 @@ def course_notebooks() -> dict[str, nbformat.NotebookNode]:
             new_markdown_cell("# Part 2: a secret"),
             _code("setup", SETUP, locked=True),
             _code("secret_word", SOLUTION_2, solution=True),
-            _test(
-                "test_secret",
-                "assert isinstance(secret_word(), str)",
-                'probe.put("word", secret_word())',
-            ),  # fmt: skip
+            _test("test_secret", "assert isinstance(secret_word(), str)"),
             _judge(
                 """
                 from course_lib.judging import check
 
 
                 @check("the password", points=1)
-                def _(record):
-                    assert record["word"] == "open sesame"  # JUDGE-MARKER-a3f9c1
+                def _(student):
+                    assert student.secret_word() == "open sesame"  # JUDGE-MARKER-a3f9c1
                 """
             ),
         ]
@@ -450,12 +429,12 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         """,
         {"review"},
     ),
-    "shell-singleton-transformer": (  # the shell through its class: blank every test cell
+    "shell-singleton-transformer": (  # the shell through its class: blank what the grader runs
         """
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance()
         shell.input_transformers_post.append(
-            lambda lines: ["print('blanked')\\n"] if any("probe" in l for l in lines) else lines
+            lambda lines: ["print('blanked')\\n"] if any("remote" in l for l in lines) else lines
         )
         """,
         {"review"},
@@ -464,42 +443,43 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         """
         from IPython.core.interactiveshell import InteractiveShell
         from IPython.display import publish_display_data
-        import course_lib.probe as p
+        import course_lib.wire as w
         def forge(*args):
             for key, shape in [("visible/weights", (2, 3, 5)), ("hidden/weights", (3, 2, 7)),
                                ("one key/weights", (2, 3, 1))]:
-                value = p.encode(torch.full(shape, 1.0 / shape[-1]))
-                publish_display_data({p.MIME: {"key": key, "value": value}})
+                value = w.encode(torch.full(shape, 1.0 / shape[-1]))
+                publish_display_data({"application/vnd.a3.probe+json": {"key": key,
+                                                                         "value": value}})
         InteractiveShell.instance().events.register("pre_run_cell", forge)
         """,
         {"review"},
     ),
-    "run-cell-wrapper": (
+    "run-cell-wrapper": (  # what the grader runs in the kernel replaced by nothing
         """
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance()
         original = shell.run_cell
         def run_cell(raw_cell, *args, **kwargs):
-            return original("None" if "probe" in raw_cell else raw_cell, *args, **kwargs)
+            return original("None" if "remote" in raw_cell else raw_cell, *args, **kwargs)
         shell.run_cell = run_cell
         """,
         {"review"},
     ),
-    "settrace-locals": (  # rewrite what the probe records, on its way out
+    "settrace-locals": (  # rewrite what the dispatcher sends back, on its way out
         """
         import sys
         def tracer(frame, event, arg):
-            if frame.f_code.co_name == "put" and "value" in frame.f_locals:
+            if frame.f_code.co_name == "_out" and "value" in frame.f_locals:
                 frame.f_locals["value"] = torch.ones(2, 3, 5) / 5
             return tracer
         sys.settrace(tracer)
         """,
         {"review"},
     ),
-    "code-swap": (  # the probe's put made to record nothing
+    "code-swap": (  # the dispatcher made to answer nothing
         """
-        import course_lib.probe as p
-        p.put.__code__ = (lambda name, value: None).__code__
+        import course_lib.remote as r
+        r.answer.__code__ = (lambda request, namespace: None).__code__
         """,
         {"review"},
     ),
@@ -605,14 +585,15 @@ def _attack_notebook(src, name: str) -> nbformat.NotebookNode:
 
 
 def _cache_file(tmp: Path) -> bytes:
-    """What a cheater precomputed: the right weights for the visible and hidden inputs."""
+    """What a cheater precomputed: right weights for inputs they guessed (the grader draws its
+    own)."""
     import torch
 
-    from course_lib import probe
-
+    generator = torch.Generator().manual_seed(0)
     cache = {}
-    for seed, (n, k, s, h) in INPUTS.values():
-        q, keys = probe.randn(seed, n, k, h), probe.randn(seed + 1, n, s, h)
+    for n, k, s, h in [(2, 3, 5, 4), (3, 2, 7, 6), (2, 3, 1, 4)]:
+        q = torch.randn(n, k, h, generator=generator)
+        keys = torch.randn(n, s, h, generator=generator)
         cache[(n, k, h)] = torch.softmax(q @ keys.transpose(1, 2) / h**0.5, dim=-1)
     path = tmp / "expected.pt"
     torch.save(cache, path)

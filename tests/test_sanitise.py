@@ -477,14 +477,13 @@ def test_step_runs_when_registered_as_nbgrader_registers_it():
     assert out.cells[-1].outputs[0].data == {"text/plain": "JS"}
 
 
-@pytest.mark.filterwarnings("ignore:Your element with mimetype")  # nbconvert: not rendered
-def test_probe_records_kept_for_the_judge():
-    """The judge reads the probes' records from the graded notebook after this step; no
-    template renders their type."""
-    from autograder.judge import PROBE_MIME
-
+def test_forged_records_are_dropped_like_any_unknown_output():
+    """The tests read nothing of the notebook's outputs (they ask the kernel); an output of the
+    old probes' type is one more unknown output, dropped with a note."""
     record = {"key": "out", "value": {"dtype": "float32", "data": [1.5, "<script>x</script>"]}}
-    nb = notebook(display({PROBE_MIME: record}))
+    nb = notebook(display({"application/vnd.a3.probe+json": record}))
     pages = check(nb)
-    assert nb.cells[-1].outputs[0].data == {PROBE_MIME: record}
+    assert nb.cells[-1].outputs[0].data == {
+        "text/plain": "[removed: application/vnd.a3.probe+json output]"
+    }
     assert "<script>x" not in pages["feedback"] and "&lt;script&gt;x" not in pages["feedback"]

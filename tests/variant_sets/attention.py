@@ -52,6 +52,14 @@ VARIANTS = [
         "context left out of the cell",
         ((D, CONCAT, "torch.cat([embed_current, torch.zeros_like(embed_current)], dim=1)"),),
     ),
+    Variant(  # forward unchanged: only the gradients (checked against the reference) tell
+        "state detached between steps (no backpropagation through time)",
+        ((D, STEP, "hidden = self.rnn(embed_and_context, hidden.detach())  # (N, H)"),),
+    ),
+    Variant(  # forward unchanged: no gradient reaches the attention nor the annotations
+        "context detached",
+        ((D, CONCAT, "torch.cat([embed_current, context.squeeze(1).detach()], dim=1)"),),
+    ),
     Variant(
         "preallocated tensors",
         (
@@ -78,6 +86,11 @@ VARIANTS = [
                 "attention_weights = torch.stack([w[:, :, 0] for w in all_weights], dim=2)",
             ),
         ),
+        correct=True,
+    ),
+    Variant(
+        "embedding looked up at every step",
+        ((D, "embed_current = embedded[:, t, :]", "embed_current = self.embedding(inputs[:, t])"),),
         correct=True,
     ),
 ]

@@ -10,7 +10,7 @@ small dispatcher that answers them in the kernel:
   ``import course_lib.remote`` once, silently, after the notebook ran); each comm message is
   one request, and the reply is sent back on that comm, tied to that request by the Jupyter
   protocol: nothing the student's code prints, displays or clears is a reply;
-- :func:`answer` reads one request (plain JSON: tensors as :mod:`course_lib.probe` encodes
+- :func:`answer` reads one request (plain JSON: tensors as :mod:`course_lib.wire` encodes
   them, objects as handle numbers) and returns its reply: ``{"ok": value}`` or
   ``{"raised": exception type name}``. Objects that are not plain data (a model, a bound
   method) stay in the kernel in a table of this module and travel as ``{"ref": n}``.
@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import probe
+from . import wire
 
 TARGET = "a3.remote"
 MAX_HANDLES = 10_000  # objects kept for the grader at once (a request that makes more fails)
@@ -90,10 +90,10 @@ def _dispatch(request: dict, namespace: dict) -> Any:
     if op == "free":
         for ref in request["refs"]:
             _handles.pop(ref, None)
-        return probe.encode(None)
+        return wire.encode(None)
     if op == "reset":
         _handles.clear()
-        return probe.encode(None)
+        return wire.encode(None)
     target = _resolve(_handles[request["target"]], request.get("path", []))
     if op == "attr":
         return _out(target)
@@ -101,12 +101,12 @@ def _dispatch(request: dict, namespace: dict) -> Any:
         return _call(target, request)
     if op == "params":
         found = [[n, list(p.shape), bool(p.requires_grad)] for n, p in target.named_parameters()]
-        return probe.encode(found)
+        return wire.encode(found)
     if op == "state":
-        return {"dict": {n: probe.encode(p) for n, p in target.named_parameters()}}
+        return {"dict": {n: wire.encode(p) for n, p in target.named_parameters()}}
     if op == "load":
         _load(target, request["params"])
-        return probe.encode(None)
+        return wire.encode(None)
     raise ValueError(op)
 
 
@@ -142,7 +142,7 @@ def _call(fn: Any, request: dict) -> Any:
     selected = value
     for index in grad.get("output", []):
         selected = selected[index]
-    cotangent = probe.decode(grad["cotangent"])
+    cotangent = wire.decode(grad["cotangent"])
     if not isinstance(selected, torch.Tensor) or tuple(selected.shape) != tuple(cotangent.shape):
         raise ValueError("output")
     inputs = wrt + [p for _, p in named if p.requires_grad]
@@ -151,11 +151,11 @@ def _call(fn: Any, request: dict) -> Any:
         found = torch.autograd.grad(total, inputs, allow_unused=True)
     else:  # nothing the output depends on asks for a gradient: none reaches anything
         found = [None] * len(inputs)
-    grads = [probe.encode(g) for g in found[: len(wrt)]]  # None: no gradient reached it
+    grads = [wire.encode(g) for g in found[: len(wrt)]]  # None: no gradient reached it
     trainable = iter(found[len(wrt) :])
     param_grads = {}
     for name, p in named:
-        param_grads[name] = probe.encode(next(trainable) if p.requires_grad else None)
+        param_grads[name] = wire.encode(next(trainable) if p.requires_grad else None)
     reply = {"value": _out(value), "grads": {"list": grads}, "param_grads": {"dict": param_grads}}
     return {"dict": reply}
 
@@ -166,14 +166,14 @@ def _load(module: Any, params: dict) -> None:
     own = dict(module.named_parameters())
     with torch.no_grad():
         for name, data in params.items():
-            value = probe.decode(data)
+            value = wire.decode(data)
             if name not in own or tuple(own[name].shape) != tuple(value.shape):
                 raise KeyError(name)
             own[name].copy_(value.to(own[name].dtype))
 
 
 def _in(data: Any) -> Any:
-    """A request's argument: plain data (see :func:`probe.decode`), handles resolved."""
+    """A request's argument: plain data (see :func:`wire.decode`), handles resolved."""
     if isinstance(data, dict) and set(data) == {"ref"}:
         return _handles[data["ref"]]
     if isinstance(data, dict) and set(data) == {"list"}:
@@ -182,7 +182,7 @@ def _in(data: Any) -> Any:
         return tuple(_in(v) for v in data["tuple"])
     if isinstance(data, dict) and set(data) == {"dict"}:
         return {k: _in(v) for k, v in data["dict"].items()}
-    return probe.decode(data)
+    return wire.decode(data)
 
 
 def _out(value: Any, depth: int = 0) -> Any:
@@ -190,11 +190,11 @@ def _out(value: Any, depth: int = 0) -> Any:
     import sys
 
     torch = sys.modules.get("torch")
-    if isinstance(value, (list, tuple)) and depth < probe.MAX_DEPTH:
+    if isinstance(value, (list, tuple)) and depth < wire.MAX_DEPTH:
         return {"list": [_out(v, depth + 1) for v in list(value)[:10_000]]}
     if (
         isinstance(value, dict)
-        and depth < probe.MAX_DEPTH
+        and depth < wire.MAX_DEPTH
         and all(isinstance(k, str) for k in value)
     ):
         return {"dict": {k: _out(v, depth + 1) for k, v in list(value.items())[:10_000]}}
@@ -205,7 +205,7 @@ def _out(value: Any, depth: int = 0) -> Any:
     if numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic)):
         plain = value.dtype != object
     if plain:
-        return probe.encode(value, depth)
+        return wire.encode(value, depth)
     if len(_handles) >= MAX_HANDLES:
         raise MemoryError
     _counter[0] += 1

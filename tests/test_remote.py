@@ -62,7 +62,7 @@ JUDGES = [
         "    lin = student.Lin(4, 2)\n"
         "    x = rng.randn(5, 4)\n"
         "    grads = lin.grad(x, cotangent=torch.ones(5, 2), params_of=lin)\n"
-        '    dead = [n for n, g in grads.params.items() if g is None or not g.abs().sum()]\n'
+        "    dead = [n for n, g in grads.params.items() if g is None or not g.abs().sum()]\n"
         '    assert not dead, "a weight of Lin gets no gradient"\n\n\n'
         '@check("a message that quotes a reply is replaced", points=0.25)\n'
         "def _(student):\n"

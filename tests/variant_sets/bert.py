@@ -86,7 +86,22 @@ VARIANTS = [
             ),
         ),
     ),
+    Variant(
+        "freeze_bert runs the encoder without gradients instead of freezing its parameters",
+        (
+            (B, FREEZE, "        self.freeze_bert = freeze_bert"),
+            (
+                B,
+                ENCODE,
+                "with torch.set_grad_enabled(not self.freeze_bert):\n            " + ENCODE,
+            ),
+        ),
+    ),
     # --- the head
+    Variant(
+        "hidden size hard-coded to 384 (the bundled BERT's)",
+        ((B, "hidden = bert.config.hidden_size", "hidden = 384"),),
+    ),
     Variant(
         "a head identical to BertLinear's",
         ((B, HEAD, "self.head = nn.Sequential(nn.Dropout(0.1), nn.Linear(hidden, num_labels))"),),

@@ -5,7 +5,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     config        course.toml and the paths derived from it
     notebooks     reading/writing notebooks, nbgrader cell metadata
     nbgrader_dir  the nbgrader course directories, nbgrader commands, gradebook backups
-    judge         the tests' specs (graded forms, judge cells), the probes' records, verdicts
+    judge         the tests' specs (graded forms, judge cells), judging live kernels, verdicts
     release       the student notebooks and bundle, and the checks that guard them
     execute       running one notebook in quick mode (release checks)
     variants      grading changed answers (known-wrong and other correct ones) without nbgrader

@@ -4,7 +4,7 @@ For every answer cell of ``solutions/<a>/*.ipynb`` that graded tests follow, ``m
 makes wrong variants (mutants: operands swapped, a term dropped, a dimension moved, a
 transpose, an activation swapped, a scaling left out, a mask shifted, an earlier variable
 returned). Each mutant is graded as the grader grades a student who handed it in: the tests in
-their graded form (docstring and probe), probes only (``variants.py``), quick mode, a kernel
+their graded form (the docstring), plain cells skipped (``variants.py``), quick mode, a kernel
 of its own process, then the judge. The audit reports, per answer cell and per graded test
 cell, how many mutants were tried and the share that lose points (*killed*), and lists the
 mutants that lose none (*survivors*) as diffs: each is a wrong answer that would get full
@@ -20,7 +20,7 @@ job runs one kernel for a batch of mutants of one answer cell: it runs the cells
 answer once, snapshots the kernel's namespace and random states, and then for each mutant
 restores that snapshot (names bound since removed, the rest rebound) and runs the mutated
 answer and every later graded, locked and answer cell up to the last test (what the grader
-runs, probes only), and the judge decides on the probes' records. A mutant that kills the
+runs), and the checks ask that kernel for the mutant's objects. A mutant that kills the
 kernel or runs past ``[audit] cell_timeout`` is scored as the grader would score it (0 for the
 tests that did not finish) and the kernel is restarted. The trade-off: state the snapshot does
 not cover (a module changed in place, a class attribute) could leak from one mutant to the
@@ -95,7 +95,7 @@ RESTORE = '__import__("__a3_audit__").restore(globals())\n'
 
 
 def _base_notebook(solution: NotebookNode, spec: judge.Spec) -> NotebookNode:
-    """What the grader runs for the solution (graded forms, probes only)."""
+    """What the grader runs for the solution (graded forms, plain cells skipped)."""
     return variants.student_notebook(solution, spec, variants.Variant("solution"), True)
 
 

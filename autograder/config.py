@@ -84,7 +84,7 @@ def usable_cpus() -> int:
 class FeedbackSettings:
     """The ``[feedback]`` table: what the students' feedback pages show (``feedback.py``)."""
 
-    show_test_source: bool = False  # the probes' code: off, so the tests stay reusable
+    show_test_source: bool = False  # the checks' code: off, so the tests stay reusable
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Feedback pages that teach without giving the tests away.
 
 nbgrader's feedback (``GenerateFeedback``) renders the whole graded notebook, the source of
-every test cell included: students would read the hidden tests (the probes), and the tests
-could not be reused next term. Here each notebook's page is written from plain data instead:
+every test cell included: students would read the tests, and the tests could not be reused
+next term. Here each notebook's page is written from plain data instead:
 
 - per graded test, in notebook order: what it checks (its docstring, from the judge spec),
   its score, and every check of the judge (``judge.TestVerdict``): the behaviour, its points,

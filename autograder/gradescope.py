@@ -32,7 +32,7 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
 ``results.json`` (:func:`results`):
 
 - one test per graded cell, in notebook order, numbered ``<notebook>.<cell>``. An autograded
-  test is named by its notebook, grade id and docstring (never its probe's or judge's source);
+  test is named by its notebook, grade id and docstring (never its checks' source);
   its ``score`` is the judge's (the gradebook's, as in grades.csv) and its ``output`` the
   verdict a graded notebook shows: each behaviour checked, passed or lost, and why. One entry
   per test, not per check: the checks are its output's lines. A notebook that could not be
@@ -79,7 +79,7 @@ DEFAULT_ROOT = "/autograder"
 VENV = "/opt/a3-venv"  # where setup.sh installs the course's Python environment
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 STUDENT = "student"  # the one student of a Gradescope container
-VISIBILITY = "visible"  # of every test: names and verdicts, never a probe's or judge's source
+VISIBILITY = "visible"  # of every test: names and verdicts, never its checks' source
 MAX_DEPTH = 4  # folders below /autograder/submission searched for notebooks
 MAX_ENTRIES = 10_000  # files and folders of a submission looked at
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every member's date: the same files give the same zip

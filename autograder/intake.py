@@ -291,7 +291,7 @@ class _Twins:
 def install_graded_forms(nb: NotebookNode, released: NotebookNode, spec) -> None:
     """Put back, in place, what the student cannot change, from trusted sources: every locked
     cell becomes the release's cell, every test cell its *graded form* (``spec``: the notebook's
-    ``judge.Spec``: the test's docstring and probe; the visible checks are for students), and
+    ``judge.Spec``: the test's docstring; the visible checks are for students), and
     an answer whose cell type was changed gets its type back. Call after
     :func:`check_and_restore` (which puts back deleted cells and resets metadata)."""
     ours = notebooks.cells_by_id(released)

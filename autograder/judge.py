@@ -1,26 +1,24 @@
 """The judge: every autograded point is decided here, outside the student's kernel.
 
-A graded test of ``solutions/`` has three parts (``solutions/README.md``):
+A graded test of ``solutions/`` has two parts (``solutions/README.md``):
 
-- its *visible checks* (the test cell's public code): students run them, grading does not;
-- its *probe* (the test cell's hidden part): the only part of the test that runs when grading,
-  in the student's kernel, handing back plain data (:mod:`course_lib.probe`);
-- its *judge* (the code cell tagged ``judge`` after it, instructor only): checks, one per
-  behaviour with its points (:mod:`course_lib.judging`), run by this module in a process that
-  never ran student code, on the probe's data only.
+- its *visible checks* (the test cell's code): students run them, grading does not; when
+  grading, the test cell is reduced to its docstring (its *graded form*), so nothing of a
+  test runs in the student's kernel;
+- its *checks* (the code cell tagged ``judge`` after it, instructor only), one per behaviour
+  with its points (:mod:`course_lib.judging`), run by this module in the process that drives
+  the student's kernel and never runs student code, while that kernel still runs: they ask it
+  for the student's objects and judge the replies.
 
 This module
 
-- reads a solution notebook into a :class:`Spec`: the tests with their points and *graded
-  form* (the docstring and the probe, what the grader runs in place of the test cell), and
-  the judge cells, in order (:func:`spec_of`); and the notebook nbgrader sees, without its
-  instructor-only cells (:func:`without_instructor_cells`);
-- reads the probes' records out of an executed notebook (:func:`records_of`);
-- runs the judge cells and their checks (:func:`judge_notebook`): on those records, and on
-  the student's objects in the notebook's kernel while it still runs (:func:`judge_live`,
-  through ``remote.KernelSession``), in the process that drives the kernel and never runs
-  student code (``gradeexec.GradeExecute`` when grading, ``execute.py`` for the release
-  checks and variants), within :data:`JUDGE_SECONDS`.
+- reads a solution notebook into a :class:`Spec`: the tests with their points and graded
+  forms, and the judge cells, in order (:func:`spec_of`); and the notebook nbgrader sees,
+  without its instructor-only cells (:func:`without_instructor_cells`);
+- runs the judge cells and their checks (:func:`judge_notebook`) on the student's objects in
+  the notebook's kernel while it still runs (:func:`judge_live`, through
+  ``remote.KernelSession``), in ``gradeexec.GradeExecute`` when grading and ``execute.py``
+  for the release checks and variants, within :data:`JUDGE_SECONDS`.
 
 Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
 other instructor-only cell (a reference answer or result): both are removed from what
@@ -35,19 +33,13 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from nbformat import NotebookNode
 
 from . import notebooks
 
-if TYPE_CHECKING:  # course_lib imports torch: only the judging process needs it
-    from course_lib.judging import Record
-
-PROBE_MIME = "application/vnd.a3.probe+json"  # course_lib.probe.MIME (a test keeps them equal)
 JUDGE_TAG = "judge"
 INSTRUCTOR_TAG = "instructor"
-TIMEOUT_ENAME = "CellTimeoutError"
 JUDGE_SECONDS = 300  # every request of one notebook's tests together
 
 
@@ -129,10 +121,10 @@ def docstring_lines(source: str) -> list[str]:
 
 
 def graded_source(cell: NotebookNode) -> str:
-    """What the grader runs in place of a test cell: its docstring, then its probe (the hidden
-    part). The visible checks are for students: they never decide nor block a grade."""
-    hidden = notebooks.regions(cell).hidden
-    return "\n".join([*docstring_lines(cell.source), *hidden]).strip("\n") + "\n"
+    """What the grader runs in place of a test cell: its docstring alone. The visible checks are
+    for students, and the test's checks run in the grader: nothing of a test runs where the
+    student's code runs."""
+    return "\n".join(docstring_lines(cell.source)).strip("\n") + "\n"
 
 
 def spec_of(nb: NotebookNode, name: str) -> Spec:
@@ -147,70 +139,6 @@ def spec_of(nb: NotebookNode, name: str) -> Spec:
         elif is_judge(cell):
             judges.append(JudgeCell(current, cell.source, i))
     return Spec(name, tests, tuple(judges))
-
-
-def probe_problems(cell: NotebookNode) -> list[str]:
-    """Names a test cell's probe reads but only its visible checks define: the grader does not
-    run the visible checks, so such a probe would fail for everyone."""
-    parts = notebooks.regions(cell)
-    try:
-        visible = ast.parse("\n".join(parts.public))
-        hidden = ast.parse("\n".join(parts.hidden))
-    except SyntaxError as err:
-        return [f"does not parse: {err}"]
-
-    def names(tree: ast.AST, ctx: type) -> set[str]:
-        found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-                if ctx is ast.Store:
-                    found |= _bound(node)
-        return found
-
-    leaked = names(hidden, ast.Load) & names(visible, ast.Store) - names(hidden, ast.Store)
-    return [f"its probe uses {n!r}, which only its visible checks define" for n in sorted(leaked)]
-
-
-def _bound(node: ast.AST) -> set[str]:
-    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-        return {node.name}
-    return {(a.asname or a.name).split(".")[0] for a in node.names}
-
-
-# --- records of an executed notebook ----------------------------------------------------------
-
-
-def records_of(nb: NotebookNode) -> dict[str, Record]:
-    """The record of every test cell of an executed notebook, by grade id."""
-    from course_lib import judging, probe
-
-    records: dict[str, judging.Record] = {}
-    for cell in nb.cells:
-        if not notebooks.is_test(cell):
-            continue
-        gid = notebooks.grade_id(cell)
-        encoded: dict = {}
-        duplicates: set[str] = set()
-        error = None
-        status = "ran" if cell.get("execution_count") is not None or cell.outputs else "not run"
-        for output in cell.get("outputs", []):
-            kind = output.get("output_type")
-            if kind in ("display_data", "execute_result") and probe.MIME in output.get("data", {}):
-                payload = output["data"][probe.MIME]
-                key = payload.get("key") if isinstance(payload, dict) else None
-                if not isinstance(key, str):
-                    continue
-                if key in encoded:
-                    duplicates.add(key)
-                encoded[key] = payload.get("value")
-            elif kind == "error":
-                ename, evalue = str(output.get("ename", "")), str(output.get("evalue", ""))
-                status = "timeout" if ename == TIMEOUT_ENAME else status
-                error = f"{ename}: {evalue}"[:500]
-        record = judging.record_from(encoded, error)
-        record.status, record.duplicates = status, frozenset(duplicates)
-        records[gid] = record
-    return records
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -258,23 +186,35 @@ def collect_checks(spec: Spec) -> dict[str, list]:
 def judge_notebook(
     spec: Spec, nb: NotebookNode, student=None, salt: str = "", checks: dict | None = None
 ) -> dict[str, TestVerdict]:
-    """The verdict on every test of ``spec`` from the executed notebook ``nb`` and, for the
-    checks that ask the student's objects, ``student`` (a ``course_lib.judging.Student`` on
-    the notebook's live kernel; None: those checks fail as not graded). ``checks``: what
-    :func:`collect_checks` made of ``spec`` (made again when None)."""
+    """The verdict on every test of ``spec`` for the notebook ``nb``, its checks asking
+    ``student`` (a ``course_lib.judging.Student`` on the notebook's live kernel; None: every
+    check that asks fails as not graded). ``checks``: what :func:`collect_checks` made of
+    ``spec`` (made again when None)."""
     from course_lib import judging
 
     checks = collect_checks(spec) if checks is None else checks
-    records = records_of(nb)
     own_words = "\n".join(j.source for j in spec.judges)
+    errors = _cell_errors(nb)
     verdicts = {}
     for gid, test in spec.tests.items():
-        record = records[gid] if gid in records else judging.Record(status="not run")
-        results = judging.evaluate(checks.get(gid, []), record, student, salt, own_words)
-        verdicts[gid] = TestVerdict(
-            gid, test.points, [asdict(r) for r in results], record.cell_error
-        )
+        results = judging.evaluate(checks.get(gid, []), student, salt, own_words)
+        verdicts[gid] = TestVerdict(gid, test.points, [asdict(r) for r in results], errors.get(gid))
     return verdicts
+
+
+def _cell_errors(nb: NotebookNode) -> dict[str, str]:
+    """The error name that stopped each test cell of the executed ``nb`` (only Python's own
+    names: the feedback shows it)."""
+    from course_lib.judging import KNOWN_ERRORS
+
+    found = {}
+    for cell in nb.cells:
+        if notebooks.is_test(cell):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    name = str(output.get("ename", ""))
+                    found[notebooks.grade_id(cell)] = name if name in KNOWN_ERRORS else "an error"
+    return found
 
 
 def judge_live(
@@ -311,7 +251,8 @@ def judge_live(
 
 def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
     """Authoring problems of a solution notebook's tests: a test without checks, checks whose
-    points do not add up to the test's, a probe that depends on its visible checks."""
+    points do not add up to the test's, a hidden region (it would run in the student's
+    kernel)."""
     problems = []
     try:
         checks = collect_checks(spec)
@@ -327,68 +268,13 @@ def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
                 f"{spec.name} {gid}: its checks are worth {total:g} points, "
                 f"the test cell {test.points:g}"
             )
-    cells = {notebooks.grade_id(c): c for c in nb.cells if notebooks.is_test(c)}
-    for gid, cell in cells.items():
-        problems += [f"{spec.name} {gid}: {p}" for p in probe_problems(cell)]
-    problems += [f"{spec.name} {p}" for p in probe_clobbers(nb)]
-    return problems
-
-
-def probe_clobbers(nb: NotebookNode) -> list[str]:
-    """Names a probe rebinds that a later cell reads as the notebook defined them: when
-    grading, the probe runs where the visible checks ran for the student, and the later cell
-    (training, a given helper) would read the probe's value instead."""
-    problems = []
-    owner: dict[str, str | None] = {}  # name -> the test whose probe last bound it (None: not)
-    defined: set[str] = set()  # names the notebook's own cells bound
     for cell in nb.cells:
-        if cell.cell_type != "code" or is_instructor_only(cell):
-            continue
-        test = notebooks.grade_id(cell) if notebooks.is_test(cell) else None
-        source = "\n".join(notebooks.regions(cell).hidden) if test else cell.source
-        try:
-            tree = ast.parse(notebooks.without_markers(source))
-        except SyntaxError:
-            continue
-        stores = _top_level_stores(tree)
-        if test is None:  # a name the cell binds itself (even locally) is bound before it is read
-            names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
-            local = {n.id for n in names if not isinstance(n.ctx, ast.Load)}
-            local |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
-            loaded = {n.id for n in names} - stores - local
-            for name in sorted(loaded):
-                if owner.get(name) is not None and name in defined:
-                    problems.append(
-                        f"{owner[name]}: its probe rebinds {name!r}, which a later cell reads "
-                        "(use another name in the probe)"
-                    )
-                    owner[name] = None
-        imported = {n for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
-                    for n in _bound(node)}  # fmt: skip
-        for name in stores - (imported if test else set()):  # re-importing a module is harmless
-            owner[name] = test
-            if test is None:
-                defined.add(name)
+        if notebooks.is_test(cell) and notebooks.regions(cell).hidden:
+            problems.append(
+                f"{spec.name} {notebooks.grade_id(cell)}: its hidden region would run in the "
+                "student's kernel: put what it checks in the judge cell"
+            )
     return problems
-
-
-def _top_level_stores(tree: ast.Module) -> set[str]:
-    """Names bound at module level (not inside functions or classes)."""
-    found: set[str] = set()
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found |= _bound(node)
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            found.add(node.id)
-        if not isinstance(node, ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
-    return found
 
 
 def verdicts_to_json(verdicts: dict[str, TestVerdict]) -> dict:
@@ -414,14 +300,14 @@ def verdict_text(verdict: TestVerdict) -> str:
 
 
 def annotate(path: Path, verdicts: dict[str, TestVerdict]) -> None:
-    """Rewrite the graded notebook at ``path``: each test cell loses the probes' raw data and
-    shows its verdict instead (what the feedback and the formgrader display)."""
+    """Rewrite the graded notebook at ``path``: each test cell shows its verdict (what the
+    feedback and the formgrader display)."""
     nb = notebooks.read(path)
     for cell in nb.cells:
         verdict = verdicts.get(notebooks.grade_id(cell)) if notebooks.is_test(cell) else None
         if verdict is None:
             continue
-        kept = [o for o in cell.get("outputs", []) if PROBE_MIME not in o.get("data", {})]
+        kept = list(cell.get("outputs", []))
         text = verdict_text(verdict)
         kept.append(notebooks.nbformat.v4.new_output("stream", name="stdout", text=text))
         cell.outputs = kept

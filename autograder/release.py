@@ -6,7 +6,7 @@ notebooks to ``assignments/<a>/``, write the bundle ``autograder/out/<a>-student
 print the Colab links. The checks:
 
 1. nothing instructor-only survives: no marker line (or misspelt marker); no line of a
-   notebook's solution regions, solution cells, hidden tests (probes), judge cells or cells
+   notebook's solution regions, solution cells, hidden tests, judge cells or cells
    tagged ``instructor`` (reference answers and results) in its release (lines long enough
    to be specific and not also in its public text), and no sentence of their Markdown; no
    copy of most of a solution region, in a row, in any release (a reference answer left in a
@@ -15,12 +15,12 @@ print the Colab links. The checks:
    release is a draft: ``--draft``, for CI and local checks), the stamp is complete and each
    badge opens its own notebook;
 3. every test is well formed (``judge.spec_problems``): a judge cell with checks follows it,
-   the checks' points add up to the test's, its probe does not use what only its visible
-   checks define, and the judge cells run;
+   the checks' points add up to the test's, it has no hidden region (that would run in the
+   student's kernel), and the judge cells run;
 4. every solution notebook runs without an error (visible checks included) and the judge
    gives every check of every test its points;
-5. every released notebook, run as the grader runs it (tests in their graded form: docstring
-   and probe), scores nothing: the judge fails every check, and the setup and given code
+5. every released notebook, run as the grader runs it (tests in their graded form: the
+   docstring), scores nothing: the judge fails every check, and the setup and given code
    raise nothing but the stubs' ``NotImplementedError`` (or the ``NameError`` of a name a
    stub never defined);
 6. the student copy holds the notebooks and README only: no gradebook, source or outputs.

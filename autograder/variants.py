@@ -4,15 +4,15 @@ A *variant* is a solution notebook with some answers changed: a known-wrong impl
 mutant: the scaling left out, the softmax over the wrong axis) or another correct one (einsum
 instead of ``bmm``). :func:`grade_variants` grades each as the grader grades a student who
 handed it in, without nbgrader or a gradebook: the answers are put into the notebook, its
-tests take their graded form (docstring and probe), it runs in quick mode in a fresh kernel
+tests take their graded form (the docstring), it runs in quick mode in a fresh kernel
 (a child process, like the release checks), and the judge decides every check, asking that
 kernel for the student's objects before it stops. The tests of
 the course (``tests/test_variants.py``) use it to show that correct variants keep full marks
 and every mutant loses points, behaviour by behaviour.
 
-To save time a variant can run *probes only* (``probes_only=True``): the plain code cells
+To save time a variant can skip the plain cells (``skip_plain=True``): the plain code cells
 (training, plots) are left out; the setup, locked, answer and test cells run, which is all a
-probe may rely on.
+test may rely on (its checks ask for what those cells define).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class VariantScore:
 
 
 def student_notebook(
-    solution: NotebookNode, spec: judge.Spec, variant: Variant, probes_only: bool = False
+    solution: NotebookNode, spec: judge.Spec, variant: Variant, skip_plain: bool = False
 ) -> NotebookNode:
     """What the grader runs for a student who handed in ``solution`` with ``variant``'s
     edits: answers without their markers, tests in their graded form, no instructor cells."""
@@ -78,7 +78,7 @@ def student_notebook(
             cell.source = spec.tests[gid].graded_source
     if pending:
         raise ValueError(f"variant {variant.name}: no answer cell {pending[0][0]}")
-    if probes_only:
+    if skip_plain:
         nb.cells = [c for c in nb.cells if c.cell_type != "code" or notebooks.meta(c)]
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -92,7 +92,7 @@ def grade_variants(
     variants: list[Variant],
     jobs: int = 2,
     timeout: int = 300,
-    probes_only: bool = True,
+    skip_plain: bool = True,
 ) -> list[VariantScore]:
     """Grade every variant of the solution notebook ``solution`` (named ``name``), ``jobs`` at
     a time; return their scores in order."""
@@ -104,7 +104,7 @@ def grade_variants(
         runs = []
         for i, variant in enumerate(variants):
             src, dst = Path(tmp) / f"{i}.ipynb", Path(tmp) / f"{i}.out.ipynb"
-            notebooks.write(student_notebook(solution, spec, variant, probes_only), src)
+            notebooks.write(student_notebook(solution, spec, variant, skip_plain), src)
             runs.append((variant, src, dst))
 
         def run(item: tuple[Variant, Path, Path]) -> VariantScore:

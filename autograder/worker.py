@@ -6,18 +6,18 @@
    (one notebook at a time, so a notebook nbgrader cannot grade costs only itself: nbgrader
    otherwise deletes the student's whole graded folder). The intake staged each notebook with
    its locked and test cells in their graded form, so nbgrader does not overwrite cells
-   (``OverwriteCells`` is left out); its kernel runs the student's code and the probes.
+   (``OverwriteCells`` is left out); its kernel runs the student's code, never a test.
 2. Each notebook's tests run right after its cells, while its kernel still runs
    (``gradeexec.GradeExecute``): they ask the kernel for the student's objects from this
    process, which never runs student code (``judge.judge_live``, ``remote.py``). The
    verdicts go into the gradebook (each test's score is its passed checks' points, whatever
    nbgrader concluded from the cell's outputs) and into the graded notebook (each test cell
-   shows its checks, the probes' raw data removed). When a judge cell fails (the course's
+   shows its checks). When a judge cell fails (the course's
    fault), the notebooks are scored 0 and the student is left unfinished (``done`` false),
    so the next ``make grade`` grades them again.
 3. Zeroes in the gradebook the assignment notebooks that were not graded (missing or failed:
    nbgrader would leave them looking like "needs manual grading"). No nbgrader feedback: its
-   pages show every test cell's source (the probes); ``feedback.py`` writes the feedback pages
+   pages show every test cell's source; ``feedback.py`` writes the feedback pages
    from the verdicts (``grading.write_reports``).
 
 Progress goes to ``FILE`` (JSON, rewritten after every step, so a killed worker still says
@@ -68,7 +68,7 @@ def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
     cfg.CourseDirectory.student_id = student
     cfg.Execute.timeout = cell_timeout
     cfg.BaseConverter.force = True
-    # The intake already put every locked and test cell back in its graded form (probes, not
+    # The intake already put every locked and test cell back in its graded form (docstrings, not
     # the visible checks that nbgrader's gradebook holds): nbgrader must not overwrite them.
     steps = Autograde.class_traits()["sanitize_preprocessors"].default()
     cfg.Autograde.sanitize_preprocessors = [s for s in steps if s is not OverwriteCells]

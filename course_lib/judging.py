@@ -20,8 +20,6 @@ what it asks for:
   handle. Inputs are made here (``rng``) and sent; the kernel only answers;
 - ``rng``: an :class:`Inputs`, random inputs and weights drawn in the grader, the same for
   the same check in every run (so verdicts are reproducible) and never known to the kernel;
-- ``record`` (the older form): what a probe (:mod:`course_lib.probe`) put from inside the
-  kernel, as plain data; a value never put raises :class:`Missing`.
 
 A check passes when it returns and fails with the message of the exception it raises (the
 helpers of :mod:`course_lib.checks` raise ``AssertionError`` saying what was expected). A
@@ -36,8 +34,8 @@ Where judges run:
 - **grading and** ``make release``: ``autograder.judge`` runs the judge cells of a notebook in
   order, in one fresh namespace, in a process that never ran student code (:func:`collect`);
   ``check`` then registers each check for the test cell above its judge cell, and each check
-  runs on that test's record (:func:`evaluate`). Judge cells above every test cell may define
-  the imports and reference helpers the later judges share;
+  runs while the student's kernel still runs, asking it (:func:`evaluate`). Judge cells above
+  every test cell may define the imports and reference helpers the later judges share;
 - **a TA running a solution notebook in Jupyter**: a judge cell runs in the notebook's own
   kernel right after its test cell, and each check runs at once (``student`` answered by
   :class:`course_lib.remote.LocalTransport`, through JSON as the grader's requests travel),
@@ -50,20 +48,13 @@ import contextlib
 import inspect
 import threading
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import probe
+from . import wire
 
-CheckFn = Callable[["Record"], object]
-
-
-class Missing(LookupError):
-    """A value the judge needs was not recorded; ``str()`` says why, in words for students."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "not recorded"
+CheckFn = Callable[..., object]  # takes what it names: student, rng
 
 
 @dataclass(frozen=True)
@@ -88,52 +79,6 @@ class Result:
     @property
     def score(self) -> float:
         return self.points if self.passed else 0.0
-
-
-@dataclass
-class Record(Mapping):
-    """What one test cell's probe handed back, decoded: ``key -> value``.
-
-    ``cell_error``: the error that stopped the test cell (``"Name: message"``), if any;
-    ``status``: ``"ran"``, ``"timeout"`` or ``"not run"``; ``duplicates``: keys recorded
-    more than once (never trusted: each such key counts as missing)."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    cell_error: str | None = None
-    status: str = "ran"
-    duplicates: frozenset[str] = frozenset()
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self.duplicates:
-            raise Missing(f"{key!r} was recorded more than once: the test's output was altered")
-        if key not in self.values:
-            raise Missing(self.why_missing(key))
-        value = self.values[key]
-        if isinstance(value, probe.Unrecordable):
-            raise Missing(f"{key!r}: your code returned something that is not a plain value")
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def why_missing(self, key: str) -> str:
-        """Why ``key`` has no value, in words."""
-        parts = key.split("/")
-        for i in range(len(parts) - 1, 0, -1):  # the innermost case that stopped
-            error = self.values.get("/".join([*parts[:i], probe.ERROR]))
-            if isinstance(error, str):  # "Name: message": the kernel's words, never shown
-                return f"{raised_words(error.split(':')[0])} (in {'/'.join(parts[:i])})"
-        if self.status == "timeout":
-            return f"no result for {key!r}: the test ran out of time"
-        if self.status == "not run":
-            return f"no result for {key!r}: the test cell did not run"
-        if self.cell_error:
-            stopped = raised_words(self.cell_error.split(":")[0])
-            return f"no result for {key!r}: the test stopped ({stopped})"
-        return f"no result for {key!r}: the test did not record it"
 
 
 # --- registering checks -----------------------------------------------------------------------
@@ -163,7 +108,8 @@ def collect(collector: Collector) -> Iterator[Collector]:
 
 
 def check(description: str, points: float) -> Callable[[CheckFn], CheckFn]:
-    """Decorator: ``fn(record)`` checks one behaviour of the test cell above, worth ``points``."""
+    """Decorator: ``fn(student, rng)`` checks one behaviour of the test cell above, worth
+    ``points`` (it takes the arguments it names)."""
     if not (isinstance(points, (int, float)) and points > 0):
         raise ValueError(f"check {description!r}: points must be a positive number")
 
@@ -182,22 +128,18 @@ def check(description: str, points: float) -> Callable[[CheckFn], CheckFn]:
 
 def evaluate(
     checks: list[Check],
-    record: Record | None = None,
     student: Student | None = None,
     salt: str = "",
     own_words: str = "",
 ) -> list[Result]:
-    """Run each check, giving it what it asks for by name (``record``, ``student``, ``rng``);
-    a check that raises fails with the exception's message. ``salt`` varies the grader's
-    inputs (:class:`Inputs`); ``own_words``: the judge cells' source, whose strings a message
-    may quote (any other string of a reply may not: see :meth:`Student.quotes`)."""
-    record = record if record is not None else Record(status="not run")
+    """Run each check, giving it what it asks for by name (``student``, ``rng``); a check that
+    raises fails with the exception's message. ``salt`` varies the grader's inputs
+    (:class:`Inputs`); ``own_words``: the judge cells' source, whose strings a message may quote
+    (any other string of a reply may not: see :meth:`Student.quotes`)."""
     results = []
     for item in checks:
         wants = _parameters(item.fn)
         kwargs: dict[str, Any] = {}
-        if "record" in wants:
-            kwargs["record"] = record
         if "rng" in wants:
             kwargs["rng"] = Inputs(f"{salt}/{item.test}/{item.description}")
         if student is not None:
@@ -208,7 +150,7 @@ def evaluate(
                     raise StudentError("not graded: there was no kernel to ask")
                 kwargs["student"] = student
             item.fn(**kwargs)
-        except (Missing, StudentError) as err:
+        except StudentError as err:
             results.append(Result(item.description, item.points, False, str(err)))
         except AssertionError as err:
             message = str(err) or "the check failed"
@@ -228,23 +170,12 @@ def _parameters(fn: CheckFn) -> set[str]:
     try:
         return set(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        return {"record"}
-
-
-def record_from(encoded: Mapping[str, Any], cell_error: str | None = None) -> Record:
-    """A :class:`Record` from encoded values (key -> what :func:`probe.encode` made)."""
-    values = {}
-    for key, data in encoded.items():
-        try:
-            values[key] = probe.decode(data)
-        except probe.DecodeError as err:
-            values[key] = probe.Unrecordable(f"unreadable data ({err})")
-    return Record(values, cell_error)
+        return set()
 
 
 def _run_inline(description: str, points: float, fn: CheckFn) -> None:
-    """Run one check at once in a TA's notebook: on the notebook's own objects (``student``,
-    through :class:`course_lib.remote.LocalTransport`) or on what the cell before put."""
+    """Run one check at once in a TA's notebook, on the notebook's own objects (``student``,
+    through :class:`course_lib.remote.LocalTransport`)."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover
@@ -255,18 +186,7 @@ def _run_inline(description: str, points: float, fn: CheckFn) -> None:
     from . import remote
 
     student = Student(remote.LocalTransport(shell.user_ns))
-    wants = _parameters(fn)
-    record = None
-    if "record" in wants:
-        previous = shell.execution_count - 1
-        encoded = probe.records_of_cell(previous)
-        last = getattr(shell, "last_execution_result", None)
-        error = getattr(last, "error_in_exec", None) if last is not None else None
-        record = record_from(encoded, f"{type(error).__name__}: {error}" if error else None)
-        if not encoded and error is None:
-            print(f"(judge) {description}: run the test cell above first")
-            return
-    (result,) = evaluate([Check("", description, points, fn)], record, student)
+    (result,) = evaluate([Check("", description, points, fn)], student)
     mark = "PASS" if result.passed else "FAIL"
     print(
         f"(judge) {mark} {result.score:g}/{points:g} {description}"
@@ -344,7 +264,7 @@ class Student:
         return self._decode(reply["ok"])
 
     def _decode(self, data: Any, depth: int = 0) -> Any:
-        if depth > probe.MAX_DEPTH + 2:
+        if depth > wire.MAX_DEPTH + 2:
             raise StudentError(FAILED_WORDS["unreadable"])
         if isinstance(data, dict) and len(data) == 1:
             ((kind, body),) = data.items()
@@ -356,23 +276,23 @@ class Student:
                 self.seen.update(str(k) for k in body)
                 return {str(k): self._decode(v, depth + 1) for k, v in body.items()}
         try:
-            value = probe.decode(data)
+            value = wire.decode(data)
         except Exception:  # noqa: BLE001 - DecodeError, or shapes numpy refuses
             raise StudentError(FAILED_WORDS["unreadable"]) from None
         if isinstance(value, str):
             self.seen.add(value)
-        if isinstance(value, probe.Unrecordable):
+        if isinstance(value, wire.Unrecordable):
             raise StudentError("your code returned something that is not a plain value")
         return value
 
     def _encode(self, value: Any, depth: int = 0) -> Any:
         if isinstance(value, Handle):
             return {"ref": value._materialise()}
-        if depth < probe.MAX_DEPTH and isinstance(value, (list, tuple)):
+        if depth < wire.MAX_DEPTH and isinstance(value, (list, tuple)):
             return {"list": [self._encode(v, depth + 1) for v in value]}
-        if depth < probe.MAX_DEPTH and isinstance(value, dict):
+        if depth < wire.MAX_DEPTH and isinstance(value, dict):
             return {"dict": {str(k): self._encode(v, depth + 1) for k, v in value.items()}}
-        return probe.encode(value)
+        return wire.encode(value)
 
     def quotes(self, message: str, own_words: str = "") -> bool:
         """Whether ``message`` holds a string read from a reply during this check (one that
@@ -447,7 +367,7 @@ class Handle:
 
     def load(self, params: dict[str, Any]) -> None:
         """Copy tensors into this module's parameters, by name (each must exist, same shape)."""
-        data = {name: probe.encode(value) for name, value in params.items()}
+        data = {name: wire.encode(value) for name, value in params.items()}
         self._student._ask(
             {"op": "load", "target": self._materialise(), "params": data},
             missing="",
@@ -477,7 +397,7 @@ class Handle:
             "wrt": list(wrt),
             "params_of": params_of._materialise() if params_of is not None else None,
             "output": list(output),
-            "cotangent": probe.encode(cotangent),
+            "cotangent": wire.encode(cotangent),
         }
         found = self._student._ask(request)
         if not isinstance(found, dict) or set(found) != {"value", "grads", "param_grads"}:

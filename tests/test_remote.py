@@ -21,22 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
+from test_judge import _judge_cell, _test_cell  # noqa: E402
+
 from autograder import judge  # noqa: E402
 from autograder.execute import execute_in_child, read_verdicts  # noqa: E402
 from course_lib import judging, remote  # noqa: E402
-
-
-def _test_cell(gid: str, source: str, points: float) -> nbformat.NotebookNode:
-    meta = {"grade": True, "grade_id": gid, "locked": True, "points": points, "solution": False,
-            "schema_version": 3}  # fmt: skip
-    return new_code_cell(source, metadata={"nbgrader": meta})
-
-
-def _judge_cell(source: str) -> nbformat.NotebookNode:
-    cell = new_code_cell(source)
-    cell.metadata["tags"] = ["judge"]
-    return cell
-
 
 JUDGES = [
     _judge_cell(

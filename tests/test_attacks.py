@@ -185,6 +185,8 @@ def _submission(released, answer: str, extra: str = "") -> nbformat.NotebookNode
 def graded(tmp_path_factory):
     """Every attacker, the control and the honest victim, graded by one `make grade`."""
     root = make_course(tmp_path_factory.mktemp("attacks"), toml=TOML)
+    for other in (root / "solutions" / "a3").glob("*.ipynb"):  # one notebook: the attacked one
+        other.unlink()
     nbformat.write(solution_notebook(), root / "solutions" / "a3" / "1_attention.ipynb")
     src, gdir = _sources(root)
     released = src.released["1_attention"]

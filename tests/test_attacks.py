@@ -22,35 +22,17 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 from test_grade import ENV, ROOT, _sources, grades, make_course
+from test_sandbox import TOML as SANDBOX_TOML
 from test_sandbox import course_notebooks as sandbox_course
 
 from autograder import notebooks
 
 MARK = "EXFIL-7f3e"  # in every string an attacker tries to carry out
 RAN = "ATTACK-RAN"  # printed at the end of every attack cell
-TOML = """\
-[course]
-assignment = "a3"
-github_repo = "nmt-course/attack-course"
-branch = "main"
-
-[grade]
-cell_timeout = 15
-demo_cell_timeout = 15
-student_timeout = 240
-jobs = 2
-
-[sandbox]
-memory_mb = 3072
-processes = 64
-file_mb = 32
-scratch_mb = 64
-output_kb = 64
-notebook_seconds = 90
-
-[collect]
-pattern = '.*/(?P<student_id>[^/_]+)_(?:LATE_)?\\d+_\\d+_(?P<file_id>[^/]+\\.ipynb)$'
-"""
+# the sandbox course's settings; the slow-reply attack needs more than its 40 s per notebook
+TOML = SANDBOX_TOML.replace("sandbox-course", "attack-course").replace(
+    "notebook_seconds = 40", "notebook_seconds = 90"
+)
 
 
 def solution_notebook() -> nbformat.NotebookNode:

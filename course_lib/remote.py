@@ -178,8 +178,6 @@ def _in(data: Any) -> Any:
         return _handles[data["ref"]]
     if isinstance(data, dict) and set(data) == {"list"}:
         return [_in(v) for v in data["list"]]
-    if isinstance(data, dict) and set(data) == {"tuple"}:
-        return tuple(_in(v) for v in data["tuple"])
     if isinstance(data, dict) and set(data) == {"dict"}:
         return {k: _in(v) for k, v in data["dict"].items()}
     return wire.decode(data)

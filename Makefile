@@ -72,19 +72,26 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 # The autograder (autograder/, settings in course.toml). Every target depends on setup.
-#   make release [DRAFT=1]   TAs: check the solutions, write assignments/a3 and the student bundle
+#   make release [DRAFT=1]   TAs: check points and lint, then the solutions; write assignments/a3,
+#                            the release history and the student bundle
 #                            (DRAFT=1: the course.toml repository may be a placeholder)
 #   make grade [JOBS=N]      instructors: grade autograder/submitted/ (the demo class when empty);
 #                            TIMEOUT=S overrides the seconds per cell; SHARD=i/N grades only
-#                            shard i (0 to N-1) of N, in autograder/out/shards/<i>-of-<N>/
+#                            shard i (0 to N-1) of N, in autograder/out/shards/<i>-of-<N>/;
+#                            REGRADE=1 grades again students whose submission did not change
 #   make merge [SHARDS=N]    combine the shards into one grades.csv, report and gradebook
 #   make gradescope          build autograder/out/gradescope-autograder.zip (Gradescope)
 #   make collect ZIP=f.zip   import an LMS download zip into autograder/submitted/
 #   make formgrade           JupyterLab with nbgrader's formgrader, for the written answers
 #   make feedback            after formgrade: feedback pages and reports again, from the gradebook
 #   make audit [CELL=id]     TAs: mutation testing of the graded tests (one answer or test cell)
+#                            ends with audit: PASS or FAIL
 #   make bench               notebook timings (full mode), then grading seconds per student
-.PHONY: release public grade merge gradescope collect formgrade bench feedback audit
+#   make similarity [REFERENCE=dir]
+#                            instructors only: answers that look alike, also to reference code in
+#                            dir: a lead for a human, not a verdict (autograder/out/similarity.html
+#                            and .csv; changes no grade, sets no flag)
+.PHONY: release public grade merge gradescope collect formgrade bench feedback audit similarity
 
 JOBS ?=
 TIMEOUT ?=
@@ -102,7 +109,7 @@ public: release
 
 grade: $(STAMP)
 	$(AUTOGRADER) grade $(if $(JOBS),--jobs $(JOBS)) $(if $(TIMEOUT),--cell-timeout $(TIMEOUT)) \
-	  $(if $(SHARD),--shard $(SHARD))
+	  $(if $(SHARD),--shard $(SHARD)) $(if $(REGRADE),--regrade)
 
 merge: $(STAMP)
 	$(AUTOGRADER) merge $(if $(SHARDS),--shards $(SHARDS))
@@ -122,6 +129,9 @@ feedback: $(STAMP)
 
 audit: $(STAMP)
 	$(AUTOGRADER) audit $(if $(JOBS),--jobs $(JOBS)) $(if $(CELL),--cell $(CELL))
+
+similarity: $(STAMP)
+	$(AUTOGRADER) similarity $(if $(REFERENCE),--reference "$(REFERENCE)")
 
 bench: $(STAMP)
 	$(PY) bench/notebooks.py solutions/a3/*.ipynb

@@ -15,11 +15,13 @@ Built on nbgrader 0.9. The modules, by what they hold:
     sandbox       the isolated, limited kernel that runs a student's notebook
     sanitise      student markup made inert before feedback and the formgrader show it
     worker        grading one student's notebooks in one child process, then the judge
-    grading       the grading run: intake, parallel workers, gradebook, state
+    grading       the grading run: intake, the canary, parallel workers, gradebook, state
+    canary        the solutions graded as a student first: a broken set-up stops grading
+    ownrun        the student's own outputs where grading leaves a cell out
     shards        grading one shard of the class (cluster array jobs) and merging the shards
     gradescope    the Gradescope autograder zip, and grading one submission in its container
     gradebook     reading scores from the gradebook, writing the judge's verdicts into it
-    report        grades.csv, canvas.csv (LMS), the summary table and histogram, index pages
+    report        grades.csv, canvas.csv (LMS, provisional while answers wait), the summary table and histogram, index pages
     feedback      the students' feedback pages: tests explained, never shown; written answers
     classreport   the class report: score distributions, pass rates, failures, flags, seconds
     collect       importing an LMS download zip, per student and per member
@@ -27,6 +29,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     bench         seconds per student, serial and parallel, against plain nbgrader
     mutants       wrong variants of the solutions, made by AST operators (make audit)
     audit         make audit: grading the mutants, the kill rate of every graded test
+    similarity    make similarity: which answers were shared (instructor only, no grade)
 """
 
 import sys

@@ -1,5 +1,5 @@
 """The autograder's command line (the Makefile's release, grade, merge, gradescope, collect,
-formgrade, bench).
+formgrade, bench, similarity).
 
     python -m autograder [--root DIR] release [--jobs N] [--draft]
     python -m autograder [--root DIR] public [--out DIR] [--draft]
@@ -13,6 +13,7 @@ formgrade, bench).
     python -m autograder [--root DIR] bench [--students N]
     python -m autograder [--root DIR] feedback [--demo]
     python -m autograder [--root DIR] audit [--cell GRADE_ID] [--jobs N] [--fresh] [--no-confirm]
+    python -m autograder [--root DIR] similarity [--reference DIR] [--demo]
 
 ``--root`` is the course repository (default: this one); its ``course.toml`` holds the settings.
 """
@@ -67,6 +68,9 @@ def _grade(course: config.Course, args: argparse.Namespace) -> int:
         students=args.student or None,
         shard=shard,
     )
+    if result.canary:
+        print("the canary failed: nobody was graded (see above)")
+        return 1
     if result.incomplete:
         print(f"{len(result.incomplete)} student(s) not graded to the end: run it again")
         return 1
@@ -154,9 +158,20 @@ def _audit(course: config.Course, args: argparse.Namespace) -> int:
         print(err, file=sys.stderr)
         return 2
     write(report, course.out_dir)
-    print(summary(report, course.audit.show))
-    print(f"\nfull report: {course.out_dir / 'audit.md'} (and audit.json)")
+    print(f"full report: {course.out_dir / 'audit.md'} (and audit.json)\n")
+    print(summary(report, course.audit.show))  # its last line: audit: PASS or FAIL
     return 1 if report.weak or report.problems else 0
+
+
+def _similarity(course: config.Course, args: argparse.Namespace) -> int:
+    from .similarity import run
+
+    try:
+        run(course, reference=args.reference, demo_class=True if args.demo else None)
+    except FileNotFoundError as err:
+        print(f"\nNOTHING WRITTEN\n{err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-confirm", action="store_true", help="do not grade survivors again in fresh kernels"
     )
     p.set_defaults(run=_audit)
+
+    p = sub.add_parser("similarity", help="instructors: similar answers (similarity.py)")
+    p.add_argument("--reference", type=Path, default=None, help="a folder of reference code")
+    p.add_argument("--demo", action="store_true", help="the demo class")
+    p.set_defaults(run=_similarity)
 
     args = parser.parse_args(argv)
     try:

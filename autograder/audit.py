@@ -9,8 +9,12 @@ of its own process, then the judge. The audit reports, per answer cell and per g
 cell, how many mutants were tried and the share that lose points (*killed*), and lists the
 mutants that lose none (*survivors*) as diffs: each is a wrong answer that would get full
 marks, or a program equivalent to the solution (``dim=-1`` for ``dim=1`` on a 2-D tensor):
-read them. ``[audit] min_killed`` in ``course.toml`` makes the command fail when the tests of
-an answer cell catch a smaller share.
+read them. A survivor read and found harmless is accepted in ``autograder/audit-accepted.toml``
+(:data:`ACCEPTED_FILE`: notebook, answer cell, the mutant's id or changed line, and the reason):
+it then counts as killed by review, is listed apart with its reason, and an entry that matches
+no surviving mutant any more is reported as stale. ``[audit] min_killed`` in ``course.toml``
+makes the command fail when the tests of an answer cell (and the review) catch a smaller share;
+the output ends with one line, ``audit: PASS (...)`` or ``audit: FAIL (...)``.
 
     python -m autograder audit [--cell GRADE_ID] [--jobs N] [--fresh] [--no-confirm]
 
@@ -43,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +58,8 @@ from . import judge, mutants, notebooks, variants
 from .config import Course
 
 BATCH = 30  # mutants per kernel at most
+ACCEPTED_FILE = "audit-accepted.toml"  # in autograder/: mutants accepted as harmless
+ACCEPTED_KEYS = ("notebook", "cell", "mutant", "reason")
 SAVE = """def __a3_audit_install():
     import random
     import sys
@@ -200,6 +207,82 @@ def run_job(job: dict) -> dict:
     return {"baseline": [first, last], "results": results}
 
 
+# --- mutants accepted as harmless -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A mutant a TA read and accepted as harmless: one ``[[accepted]]`` entry of
+    ``autograder/audit-accepted.toml``."""
+
+    notebook: str
+    cell: str  # grade id of the answer cell
+    mutant: str  # its id as the audit prints it (``4_bert:bert_mlp:12``), or its changed line
+    reason: str
+
+    def matches(self, mutant: mutants.Mutant) -> bool:
+        return (self.notebook, self.cell) == (mutant.notebook, mutant.cell) and (
+            self.mutant.strip() in (mutant.id, *changed_lines(mutant))
+        )
+
+    def __str__(self) -> str:
+        return f"{self.notebook}/{self.cell} {self.mutant!r}"
+
+
+def changed_lines(mutant: mutants.Mutant) -> list[str]:
+    """The mutant's new lines, stripped: the ``+`` lines of its diff."""
+    diff = mutant.diff(context=0).split("\n")[2:]  # after the --- and +++ header
+    return [line[1:].strip() for line in diff if line.startswith("+")]
+
+
+def load_accepted(path: Path) -> list[Accepted]:
+    """The entries of ``path`` (none when there is no file); ValueError names a bad one."""
+    if not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path} is not valid TOML: {err}") from err
+    entries = data.pop("accepted", [])
+    if data or not isinstance(entries, list):
+        raise ValueError(f"{path}: only [[accepted]] entries belong there")
+    found = []
+    for number, entry in enumerate(entries, start=1):
+        if (
+            not isinstance(entry, dict)
+            or sorted(entry) != sorted(ACCEPTED_KEYS)
+            or not all(isinstance(v, str) and v.strip() for v in entry.values())
+        ):
+            raise ValueError(
+                f"{path}: [[accepted]] entry {number} needs exactly {', '.join(ACCEPTED_KEYS)} "
+                f"(non-empty strings), got {entry!r}"
+            )
+        found.append(Accepted(**entry))
+    return found
+
+
+def stale_accepted(
+    accepted: list[Accepted], audits: list[AnswerAudit], everything: bool
+) -> list[str]:
+    """The entries of ``accepted`` that accept nothing now, and why: for an audited answer
+    cell, no mutant matches, or its tests catch every mutant that does; when ``everything``
+    was audited, also an entry naming no answer cell."""
+    audited = {(a.answer.notebook, a.answer.cell): a for a in audits}
+    stale = []
+    for entry in accepted:
+        found = audited.get((entry.notebook, entry.cell))
+        if found is None:
+            if everything:
+                stale.append(f"{entry}: no answer cell {entry.cell} with tests in {entry.notebook}")
+            continue
+        matched = [o for o in found.graded if entry.matches(o.mutant)]
+        if not matched:
+            stale.append(f"{entry}: matches no mutant any more")
+        elif all(found.killed_by_own(o) for o in matched):
+            stale.append(f"{entry}: the tests catch it now")
+    return stale
+
+
 # --- the audit --------------------------------------------------------------------------------
 
 
@@ -236,10 +319,18 @@ class AnswerAudit:
     points: dict[str, float]  # every test of the notebook -> its points
     outcomes: list[Outcome] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # the runner's own failures
+    accepted: dict[str, Accepted] = field(default_factory=dict)  # mutant id -> its entry
 
     @property
     def graded(self) -> list[Outcome]:
         return [o for o in self.outcomes if not o.ungraded]
+
+    @property
+    def reviewed(self) -> list[Outcome]:
+        """Mutants its own tests miss that a TA accepted as harmless (killed by review)."""
+        return [
+            o for o in self.graded if o.mutant.id in self.accepted and not self.killed_by_own(o)
+        ]
 
     def killed(self, test: str) -> int:
         return sum(o.killed_at(test, self.points[test]) for o in self.graded)
@@ -252,18 +343,31 @@ class AnswerAudit:
 
     @property
     def rate(self) -> float:
-        """The share of mutants that lose points at the answer's own tests."""
+        """The share of mutants that lose points at the answer's own tests, or were accepted
+        as harmless (killed by review)."""
         graded = self.graded
-        return sum(self.killed_by_own(o) for o in graded) / len(graded) if graded else 1.0
+        killed = sum(self.killed_by_own(o) for o in graded) + len(self.reviewed)
+        return killed / len(graded) if graded else 1.0
 
     @property
     def survivors(self) -> list[Outcome]:
-        return [o for o in self.graded if not self.killed_anywhere(o)]
+        """Full marks everywhere, and not accepted."""
+        return [
+            o
+            for o in self.graded
+            if not self.killed_anywhere(o) and o.mutant.id not in self.accepted
+        ]
 
     @property
     def caught_later(self) -> list[Outcome]:
-        """Mutants its own tests miss but a later test catches."""
-        return [o for o in self.graded if not self.killed_by_own(o) and self.killed_anywhere(o)]
+        """Mutants its own tests miss but a later test catches (and not accepted)."""
+        return [
+            o
+            for o in self.graded
+            if not self.killed_by_own(o)
+            and self.killed_anywhere(o)
+            and o.mutant.id not in self.accepted
+        ]
 
 
 @dataclass
@@ -276,6 +380,7 @@ class AuditReport:
     min_killed: float
     cell: str | None = None
     fresh: bool = False
+    stale: list[str] = field(default_factory=list)  # accepted entries that accept nothing now
 
     @property
     def mutants(self) -> int:
@@ -289,6 +394,25 @@ class AuditReport:
     @property
     def problems(self) -> list[str]:
         return [p for a in self.answers for p in a.problems]
+
+    @property
+    def passed(self) -> bool:
+        return not self.weak and not self.problems
+
+    def verdict(self) -> str:
+        """The last line: ``audit: PASS (...)`` or ``audit: FAIL (...)``."""
+        word = "PASS" if self.passed else "FAIL"
+        if not self.answers:
+            return f"audit: {word} (no answer cell with graded tests)"
+        low = min(self.answers, key=lambda a: a.rate)
+        sign = ">=" if low not in self.weak else "<"
+        why = (
+            f"lowest killed share {low.rate:.2f} in {low.answer.notebook}/{low.answer.cell} "
+            f"{sign} {self.min_killed:.2f}"
+        )
+        if self.problems:
+            why += f"; {len(self.problems)} problem(s) above"
+        return f"audit: {word} ({why})"
 
 
 def _batches(items: list, workers: int) -> list[list]:
@@ -352,12 +476,17 @@ def audit(
     start = time.perf_counter()
     workers = course.grade.workers(jobs)
     timeout = course.audit.cell_timeout
+    accepted = load_accepted(course.grader_dir / ACCEPTED_FILE)
     audits: list[AnswerAudit] = []
     work: list[tuple[AnswerAudit, dict]] = []
     for solution, spec, answer in _select(course, cell):
         found = mutants.mutants_of_cell(answer.source, answer.notebook, answer.cell)
         points = {gid: t.points for gid, t in spec.tests.items()}
         entry = AnswerAudit(answer, points, [Outcome(m) for m in found])
+        for m in found:
+            match = next((a for a in accepted if a.matches(m)), None)
+            if match is not None:
+                entry.accepted[m.id] = match
         audits.append(entry)
         if fresh or not found:
             continue
@@ -417,7 +546,8 @@ def audit(
                 for outcome in survivors:
                     outcome.confirmed = not entry.killed_anywhere(outcome)
     seconds = round(time.perf_counter() - start, 1)
-    return AuditReport(audits, seconds, workers, course.audit.min_killed, cell, fresh)
+    stale = stale_accepted(accepted, audits, everything=cell is None)
+    return AuditReport(audits, seconds, workers, course.audit.min_killed, cell, fresh, stale)
 
 
 def _grade_fresh(course: Course, entry: AnswerAudit, outcomes: list[Outcome], workers: int) -> None:
@@ -454,16 +584,16 @@ def table(report: AuditReport) -> str:
     width = max([len(t) + 4 for a in report.answers for t in a.answer.tests] + [34])
     lines = [
         f"{'notebook / answer cell / graded test':{width}} {'mutants':>8} {'killed':>7}"
-        f" {'later':>6} {'survive':>8}"
+        f" {'review':>7} {'later':>6} {'survive':>8}"
     ]
     for entry in report.answers:
         n = len(entry.graded)
-        killed = sum(entry.killed_by_own(o) for o in entry.graded)
+        killed = sum(entry.killed_by_own(o) for o in entry.graded) + len(entry.reviewed)
         flag = "  < min_killed" if entry in report.weak else ""
         head = f"{entry.answer.notebook} {entry.answer.cell}"
         lines.append(
-            f"{head:{width}} {n:>8} {_pct(killed, n):>7} {len(entry.caught_later):>6} "
-            f"{len(entry.survivors):>8}{flag}"
+            f"{head:{width}} {n:>8} {_pct(killed, n):>7} {len(entry.reviewed):>7} "
+            f"{len(entry.caught_later):>6} {len(entry.survivors):>8}{flag}"
         )
         for test in entry.answer.tests:
             lines.append(f"{'    ' + test:{width}} {'':>8} {_pct(entry.killed(test), n):>7}")
@@ -471,15 +601,18 @@ def table(report: AuditReport) -> str:
 
 
 def summary(report: AuditReport, show: int) -> str:
-    """The table, then up to ``show`` survivors per answer cell as diffs, then the verdict."""
+    """The table, then up to ``show`` survivors per answer cell as diffs, the accepted mutants
+    and stale entries, then the verdict (the last line)."""
     parts = [
         f"Mutation audit: {report.mutants} mutants, {report.seconds:.0f} s, {report.workers} "
         f"worker(s){' (fresh kernels)' if report.fresh else ''}"
         + (f", cell {report.cell}" if report.cell else ""),
         table(report),
         "killed: the share of the answer's mutants that lose points at its own tests (per test: "
-        "at that test); later: caught only by a later answer's tests; survive: full marks "
-        "everywhere (wrong answers the tests miss, or programs equal to the solution).",
+        "at that test) or that were accepted as harmless; review: how many were accepted "
+        f"(autograder/{ACCEPTED_FILE}); later: caught only by a later answer's tests; survive: "
+        "full marks everywhere (wrong answers the tests miss, or programs equal to the "
+        "solution).",
     ]
     for entry in report.answers:
         survivors = entry.survivors
@@ -488,7 +621,15 @@ def summary(report: AuditReport, show: int) -> str:
         parts.append(f"survivors of {entry.answer.notebook} {entry.answer.cell} "
                      f"({len(survivors)}, the first {min(show, len(survivors))}):")  # fmt: skip
         for outcome in survivors[:show]:
-            parts.append(f"# {outcome.mutant.description}\n{outcome.mutant.diff()}")
+            parts.append(f"# {outcome.mutant.id}: {outcome.mutant.description}\n"
+                         f"{outcome.mutant.diff()}")  # fmt: skip
+    reviewed = [(o, a.accepted[o.mutant.id]) for a in report.answers for o in a.reviewed]
+    if reviewed:
+        parts.append(
+            f"accepted as harmless (autograder/{ACCEPTED_FILE}):\n"
+            + "\n".join(f"  {o.mutant.id}: {entry.reason}" for o, entry in reviewed)
+        )
+    parts += [f"STALE accepted mutant ({ACCEPTED_FILE}): {s}" for s in report.stale]
     parts += [f"PROBLEM: {p}" for p in report.problems]
     if report.weak:
         parts.append(
@@ -496,6 +637,7 @@ def summary(report: AuditReport, show: int) -> str:
             + ", ".join(f"{a.answer.cell} ({a.rate:.0%})" for a in report.weak)
             + f" catch less than [audit] min_killed = {report.min_killed:.0%} of their mutants"
         )
+    parts.append(report.verdict())
     return "\n\n".join(parts)
 
 
@@ -518,13 +660,26 @@ def markdown(report: AuditReport) -> str:
             )
         survivors = entry.survivors
         if not survivors:
-            parts.append("No survivor: every mutant loses points.")
+            parts.append("No survivor: every mutant loses points or was accepted.")
         for outcome in survivors:
             checked = "" if outcome.confirmed is None else " (confirmed in a fresh kernel)"
             diff = outcome.mutant.diff()
-            parts.append(f"### {outcome.mutant.description}{checked}\n\n```diff\n{diff}\n```")
+            parts.append(f"### {outcome.mutant.id}: {outcome.mutant.description}{checked}\n\n"
+                         f"```diff\n{diff}\n```")  # fmt: skip
+        if entry.reviewed:
+            parts.append(f"Accepted as harmless (`autograder/{ACCEPTED_FILE}`), killed by review:")
+        for outcome in entry.reviewed:
+            reason = entry.accepted[outcome.mutant.id].reason
+            parts.append(f"### {outcome.mutant.id}: {outcome.mutant.description} (accepted)\n\n"
+                         f"Reason: {reason}\n\n```diff\n{outcome.mutant.diff()}\n```")  # fmt: skip
+    if report.stale:
+        parts.append(
+            f"## Stale entries of `autograder/{ACCEPTED_FILE}`\n\n"
+            + "\n".join(f"- {s}" for s in report.stale)
+        )
     if report.problems:
         parts.append("## Problems\n\n" + "\n".join(f"- {p}" for p in report.problems))
+    parts.append(f"`{report.verdict()}`")
     return "\n\n".join(parts) + "\n"
 
 
@@ -535,6 +690,9 @@ def to_json(report: AuditReport) -> dict:
         "min_killed": report.min_killed,
         "cell": report.cell,
         "fresh": report.fresh,
+        "passed": report.passed,
+        "verdict": report.verdict(),
+        "stale": report.stale,
         "answers": [
             {
                 "notebook": a.answer.notebook,
@@ -544,6 +702,7 @@ def to_json(report: AuditReport) -> dict:
                 "killed": sum(a.killed_by_own(o) for o in a.graded),
                 "rate": round(a.rate, 4),
                 "survivors": [o.mutant.id for o in a.survivors],
+                "reviewed": {o.mutant.id: a.accepted[o.mutant.id].reason for o in a.reviewed},
                 "outcomes": [o.to_dict(a.points) for o in a.outcomes],
                 "problems": a.problems,
             }

@@ -69,6 +69,10 @@ class NotebookStats:
     extra: bool
     maximum: float
     totals: list[float] = field(default_factory=list)  # handed in and graded
+    auto_max: float = 0.0  # the autograded tests' points
+    auto: list[float] = field(default_factory=list)  # autograded points, graded notebooks
+    written: list[float] = field(default_factory=list)  # written points, when all are graded
+    waiting: int = 0  # graded notebooks whose written answers wait for a grader
     flags: Counter = field(default_factory=Counter)
     seconds: list[float] = field(default_factory=list)
     tests: dict[str, TestStats] = field(default_factory=dict)
@@ -91,6 +95,12 @@ def gather(rows: list[report.Row]) -> dict[str, NotebookStats]:
         if not row.verdicts:
             continue
         nb.totals.append(row.total)
+        nb.auto_max = row.autograded_max
+        nb.auto.append(row.autograded)
+        if "needs-manual" in row.flags:
+            nb.waiting += 1
+        elif row.manual_max:
+            nb.written.append(row.manual)
         for gid, verdict in row.verdicts.items():
             test = nb.tests.setdefault(gid, TestStats(gid, float(verdict.get("points", 0.0))))
             test.runs += 1
@@ -233,6 +243,30 @@ def _score_table(stats: dict[str, NotebookStats], rows: list[report.Row]) -> str
     return "".join(lines) + "</table>"
 
 
+def _apart_table(stats: dict[str, NotebookStats]) -> str:
+    """Autograded and written points apart: the tests' points are final after make grade,
+    the written answers' only once a grader scored them (those waiting are not averaged)."""
+    lines = [
+        "<table><tr><th>part</th><th class='num'>graded</th><th class='num'>tests max</th>"
+        "<th class='num'>tests mean</th><th class='num'>tests full marks</th>"
+        "<th class='num'>written max</th><th class='num'>written mean (graded)</th>"
+        "<th class='num'>written answers waiting</th></tr>"
+    ]
+    for nb in stats.values():
+        n = len(nb.auto)
+        written_max = nb.maximum - nb.auto_max
+        full = sum(v >= nb.auto_max - 1e-9 for v in nb.auto)
+        lines.append(
+            f"<tr><td>{esc(nb.name)}</td><td class='num'>{n}</td>"
+            f"<td class='num'>{_num(nb.auto_max)}</td>"
+            f"<td class='num'>{_num(statistics.mean(nb.auto)) if n else '-'}</td>"
+            f"<td class='num'>{_pct(full, n)}</td><td class='num'>{_num(written_max)}</td>"
+            f"<td class='num'>{_num(statistics.mean(nb.written)) if nb.written else '-'}</td>"
+            f"<td class='num'>{nb.waiting}</td></tr>"
+        )
+    return "".join(lines) + "</table>"
+
+
 def _flag_table(stats: dict[str, NotebookStats]) -> str:
     kinds = ["ok", *report.FLAGS]
     head = "".join(f"<th class='num'>{esc(k)}</th>" for k in kinds)
@@ -339,9 +373,12 @@ def page(
         f"{sum(len(n.totals) for n in stats.values())} graded notebook(s)</p>",
         "<h2>Scores</h2>",
         figure.get(IMAGES[0], ""),
+        _waiting_note(stats),
         _score_table(stats, rows),
         "<p class='muted'>Totals include the written answers, 0 until a grader scores them "
-        "(make formgrade, then make feedback).</p>",
+        "(make formgrade, then make feedback). The same parts, autograded tests and written "
+        "answers apart:</p>",
+        _apart_table(stats),
         "<h2>Tests and checks</h2><p class='muted'>passed: the share of graded notebooks with "
         "the test's full marks (per check: that passed the check); failures: the judge's "
         "messages, with how many students got each.</p>",
@@ -359,6 +396,17 @@ def page(
         _seconds_table(stats),
     ]
     return report.html_page("Class report", "".join(parts), csp=REPORT_CSP)
+
+
+def _waiting_note(stats: dict[str, NotebookStats]) -> str:
+    waiting = sum(nb.waiting for nb in stats.values())
+    if not waiting:
+        return ""
+    return (
+        f"<p class='box first'><b>Provisional:</b> {waiting} graded notebook(s) have written "
+        "answers waiting for a grader; they count 0 in the totals and full marks below, and "
+        "the Canvas file is canvas-PROVISIONAL.csv until every answer is graded.</p>"
+    )
 
 
 def write_report(rows: list[report.Row], out: Path, title: str) -> Path:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import Limits
@@ -104,6 +104,26 @@ class LmsSettings:
 
 
 @dataclass(frozen=True)
+class SimilaritySettings:
+    """The ``[similarity]`` table: the instructors' similarity report (``similarity.py``)."""
+
+    threshold: float = 0.4  # pairs scoring at least this are listed (0 to 1)
+    noise: int = 25  # copydetect's noise threshold: the shortest match counted (filtered chars)
+    common: int = 10  # a passage in more answers than this is common code (MOSS's -m)
+    max_pairs: int = 100  # pairs shown on the page (similarity.csv lists them all)
+    reference: str = ""  # a folder of reference code (relative to the course root); "": none
+
+
+@dataclass(frozen=True)
+class HandoutPoints:
+    """One notebook's points as the handout fixes them (``[release.points]``): what its
+    autograded tests and its written answers add up to. ``make release`` checks them."""
+
+    autograded: float
+    manual: float
+
+
+@dataclass(frozen=True)
 class Course:
     """One course offering: its settings and where its files live."""
 
@@ -114,11 +134,14 @@ class Course:
     grade: GradeSettings
     collect_pattern: str
     allowed_copies: tuple[str, ...] = ()  # [release] allowed_copies: see course.toml
+    # [release.points]: notebook -> its points as the handout fixes them (see course.toml)
+    points: dict[str, HandoutPoints] = field(default_factory=dict)
     sandbox: Limits = Limits()  # [sandbox]: see sandbox.py
     output_dir: Path | None = None  # reports elsewhere than autograder/out/ (a grading shard)
     feedback: FeedbackSettings = FeedbackSettings()  # [feedback]: see feedback.py
     audit: AuditSettings = AuditSettings()  # [audit]: see audit.py
     lms: LmsSettings = LmsSettings()  # [lms]: see report.write_canvas
+    similarity: SimilaritySettings = SimilaritySettings()  # [similarity]: see similarity.py
 
     @property
     def solutions_dir(self) -> Path:
@@ -198,6 +221,7 @@ def load(root: Path | str | None = None) -> Course:
     allowed = data.get("release", {}).get("allowed_copies", [])
     if not isinstance(allowed, list) or not all(isinstance(x, str) for x in allowed):
         raise ConfigError(f"{path}: [release] allowed_copies must be a list of strings")
+    points = _handout_points(data.get("release", {}).get("points", {}), path)
 
     def need(table: dict, key: str, pattern: re.Pattern, example: str) -> str:
         value = table.get(key)
@@ -247,7 +271,7 @@ def load(root: Path | str | None = None) -> Course:
         raise ConfigError(f"{path}: [collect] pattern is not a regular expression: {err}") from err
     if not {"student_id", "file_id"} <= set(groups):
         raise ConfigError(f"{path}: [collect] pattern must name the groups student_id and file_id")
-    feedback, audit, lms = _feedback_audit_lms(data, path)
+    feedback, audit, lms, similarity = _feedback_audit_lms(data, path)
     return Course(
         root=root,
         assignment=need(course, "assignment", _ASSIGNMENT, "a3"),
@@ -256,20 +280,22 @@ def load(root: Path | str | None = None) -> Course:
         grade=settings,
         collect_pattern=pattern,
         allowed_copies=tuple(line.strip() for line in allowed),
+        points=points,
         sandbox=limits,
         feedback=feedback,
         audit=audit,
         lms=lms,
+        similarity=similarity,
     )
 
 
 def _feedback_audit_lms(
     data: dict, path: Path
-) -> tuple[FeedbackSettings, AuditSettings, LmsSettings]:
-    """The ``[feedback]``, ``[audit]`` and ``[lms]`` tables, checked."""
+) -> tuple[FeedbackSettings, AuditSettings, LmsSettings, SimilaritySettings]:
+    """The ``[feedback]``, ``[audit]``, ``[lms]`` and ``[similarity]`` tables, checked."""
     tables = {}
     for name, cls in (("feedback", FeedbackSettings), ("audit", AuditSettings),
-                      ("lms", LmsSettings)):  # fmt: skip
+                      ("lms", LmsSettings), ("similarity", SimilaritySettings)):  # fmt: skip
         table = data.get(name, {})
         fields = cls.__dataclass_fields__
         unknown = set(table) - set(fields)
@@ -285,7 +311,33 @@ def _feedback_audit_lms(
         raise ConfigError(f"{path}: [audit] min_killed is a share, between 0 and 1")
     if tables["audit"].cell_timeout <= 0:
         raise ConfigError(f"{path}: [audit] cell_timeout must be positive seconds")
-    return tables["feedback"], tables["audit"], tables["lms"]
+    similarity = tables["similarity"]
+    if similarity.threshold > 1 or similarity.noise < 5:
+        raise ConfigError(f"{path}: [similarity] threshold is a share (0 to 1), noise >= 5")
+    return tables["feedback"], tables["audit"], tables["lms"], similarity
+
+
+def _handout_points(table: object, path: Path) -> dict[str, HandoutPoints]:
+    """The ``[release.points]`` table, checked: ``<notebook> = { autograded = A, manual = M }``,
+    points as numbers >= 0."""
+    example = "1_gru = { autograded = 1, manual = 1 }"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [release.points] must be a table of lines like {example}")
+    found = {}
+    for name, entry in table.items():
+        values = entry.values() if isinstance(entry, dict) else ()
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"autograded", "manual"}
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+            or min(values) < 0
+        ):
+            raise ConfigError(
+                f"{path}: [release.points] {name} must be {{ autograded = A, manual = M }} "
+                f"(points >= 0, as in {example}), got {entry!r}"
+            )
+        found[name] = HandoutPoints(float(entry["autograded"]), float(entry["manual"]))
+    return found
 
 
 def _kind_cast(cls: type, key: str, value: object) -> object:

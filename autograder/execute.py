@@ -6,7 +6,8 @@ Runs ``IN`` in a fresh scratch folder (so ``results/`` and ``checkpoints/`` star
 the environment it inherits (the release sets quick mode), keeps going after errors, and
 writes the executed notebook with its outputs to ``OUT``. A cell running past ``--timeout``
 is interrupted and gets an error output named ``CellTimeoutError``. With ``--spec`` (a judge
-spec, ``judge.Spec``), the tests then ask the still-running kernel (``judge.judge_live``,
+spec, ``judge.Spec``), the cells grading skips are not run (``Spec.skips``), as when grading,
+and the tests then ask the still-running kernel (``judge.judge_live``,
 from this process, which runs no notebook code) and the verdicts go to
 :func:`verdicts_path` of ``OUT``.
 """
@@ -75,8 +76,11 @@ def execute(src: Path, dst: Path, timeout: int, spec: judge.Spec | None = None) 
             resources={"metadata": {"path": scratch}},
             config=kernel_config(Path(sockets)),
         )
+        skipped = set(spec.skipped_cells(nb.cells)) if spec is not None else set()
         with client.setup_kernel():
             for index, cell in enumerate(nb.cells):
+                if index in skipped:
+                    continue  # as grading runs it (judge.Spec.skipped_cells)
                 client.execute_cell(cell, index)
             if spec is not None:
                 info = client.km.get_connection_info()

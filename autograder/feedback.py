@@ -10,7 +10,11 @@ next term. Here each notebook's page is written from plain data instead:
   failed); the error that stopped the test cell, if one did;
 - per written answer: the question (the Markdown cell above it in the released notebook), the
   student's answer, its manual grade once a grader gave one in formgrader (or "waits for a
-  grader"), and the grader's comment; comments on code answer cells too;
+  grader"), the student's own results for it (the outputs, in the notebook they handed in,
+  of the cells grading did not run: ``ownrun.py``) and the grader's comment; comments on
+  code answer cells too;
+- first, where the student's own code first raised when grading (the cell and Python's
+  name for the error, never the kernel's words), since later "not defined" failures follow;
 - the notebook's points, flags explained and notes (not the instructor-only ones: the flag
   ``review`` and the advisory scan's notes, see ``report.for_student``).
 
@@ -178,6 +182,79 @@ def written_answers(path: Path) -> dict[str, tuple[str, dict]]:
     }
 
 
+def own_results(path: Path, skipped: list[int]) -> dict[str, list[NotebookNode]]:
+    """The student's own outputs that belong with each written answer of a graded notebook
+    (grade id -> outputs): those of the cells grading did not run (``skipped``, from the
+    grading run) between the previous written answer and this one (``ownrun.py``)."""
+    from . import ownrun
+
+    if not skipped or not path.exists():
+        return {}
+    try:
+        nb = notebooks.read(path)
+    except Exception:  # a graded copy that cannot be read: show no output rather than fail
+        return {}
+    own = ownrun.own_outputs(nb, skipped)
+    found: dict[str, list[NotebookNode]] = {}
+    pending: list[NotebookNode] = []
+    for index, cell in enumerate(nb.cells):
+        pending += own.get(index, [])
+        gid = notebooks.grade_id(cell)
+        if cell.cell_type == "markdown" and notebooks.is_grade(cell) and gid:
+            found[gid], pending = pending, []
+    return found
+
+
+OWN_TEXT_CHARS = 4000  # characters of one text output shown on a feedback page
+
+
+def _own_output_html(out: NotebookNode) -> str:
+    """One of the student's own outputs, inert: text escaped, only a raster image as one."""
+    kind = out.get("output_type")
+    text = ""
+    if kind == "stream":
+        text = _text(out.get("text"))
+    elif kind == "error":
+        text = f"{_text(out.get('ename'))}: {_text(out.get('evalue'))}"
+    elif kind in ("display_data", "execute_result"):
+        data = out.get("data") or {}
+        for mime in ("image/png", "image/jpeg", "image/gif"):
+            value = sanitise.raster(data.get(mime), mime)
+            if value:
+                return f"<img alt='your plot' src='data:{mime};base64,{value}'>"
+        text = _text(data.get("text/plain"))
+    if not text.strip():
+        return ""
+    if len(text) > OWN_TEXT_CHARS:
+        text = text[:OWN_TEXT_CHARS] + "\n..."
+    return f"<pre>{esc(sanitise.strip_ansi(text))}</pre>"
+
+
+def _own_section(outputs: list[NotebookNode]) -> str:
+    shown = [h for h in (_own_output_html(o) for o in outputs) if h]
+    if not shown:
+        return ""
+    return (
+        "<details class='own' open><summary>Your own results for this question (the outputs in the "
+        "notebook you handed in; the autograder did not run these cells)</summary>"
+        + "".join(shown)
+        + "</details>"
+    )
+
+
+def _first_error_section(first: dict | None) -> str:
+    """Where the student's own code first raised when grading (fixed words: the cell's grade
+    id and ``judging.raised_words``)."""
+    if not first:
+        return ""
+    return (
+        "<div class='box first'><h3>Start here: the first error in your code</h3><p>When "
+        f"grading, your cell <code>{esc(str(first.get('cell', '')))}</code> stopped: "
+        f"{esc(str(first.get('words', '')))}. Tests below that fail because a name is not "
+        "defined usually follow from this error: fix it first.</p></div>"
+    )
+
+
 def _text(value: object) -> str:
     """A notebook string field (a string or a list of strings) as one string."""
     if isinstance(value, list):
@@ -241,7 +318,9 @@ def _test_section(test: Test, verdict: dict | None, show_source: bool, graded: b
     return "".join(parts)
 
 
-def _written_section(item: Written, answer: tuple[str, dict] | None, marks: Marks) -> str:
+def _written_section(
+    item: Written, answer: tuple[str, dict] | None, marks: Marks, own: list | None = None
+) -> str:
     grade = marks.grades.get(item.grade_id)
     if grade is None:
         state = ("lost", f"not graded: 0 / {_num(item.points)}")
@@ -263,6 +342,7 @@ def _written_section(item: Written, answer: tuple[str, dict] | None, marks: Mark
         parts.append("<p class='muted'>(no answer: the notebook was not graded)</p>")
     else:
         parts.append(f"<div class='answer'>{render_markdown(*answer)}</div>")
+    parts.append(_own_section(own or []))
     comment = marks.comments.get(item.grade_id)
     if comment:
         parts.append(f"<div class='comment'><b>Grader's comment</b><p class='msg'>"
@@ -277,8 +357,10 @@ def notebook_page(
     marks: Marks,
     answers: dict[str, tuple[str, dict]],
     show_source: bool = False,
+    own: dict[str, list] | None = None,
 ) -> str:
-    """The feedback page of one student's notebook (see the module docstring)."""
+    """The feedback page of one student's notebook (see the module docstring); ``own``: the
+    student's own outputs by written answer (:func:`own_results`)."""
     row = report.for_student(row)  # no instructor-only flag or note
     graded = bool(row.verdicts) or any(t in row.cells for t in (x.grade_id for x in info.tests))
     extra = "<span class='badge'>extra credit</span>" if row.extra else ""
@@ -307,6 +389,7 @@ def notebook_page(
         parts.append("<p class='muted'>An optional part: its points are extra credit.</p>")
     if flags or notes:
         parts.append(f"<ul>{flags}{notes}</ul>")
+    parts.append(_first_error_section(row.first_error))
     if info.tests:
         parts.append(
             "<h2>Tests</h2><p class='muted'>Each test is split into checks, one per behaviour; "
@@ -318,7 +401,8 @@ def notebook_page(
     if info.written:
         parts.append("<h2>Written answers</h2>")
         for item in info.written:
-            parts.append(_written_section(item, answers.get(item.grade_id), marks))
+            mine = (own or {}).get(item.grade_id)
+            parts.append(_written_section(item, answers.get(item.grade_id), marks, mine))
     code_comments = [(g, marks.comments[g]) for g in info.code_answers if g in marks.comments]
     if code_comments:
         parts.append("<h2>Comments on your code</h2>")
@@ -346,8 +430,9 @@ def write_feedback(
         files = {}
         for row in srows:
             answers = written_answers(graded / f"{row.notebook}.ipynb")
+            own = own_results(graded / f"{row.notebook}.ipynb", row.skipped)
             mine = marks.get((student, row.notebook), Marks())
-            page = notebook_page(row, info[row.notebook], mine, answers, show_source)
+            page = notebook_page(row, info[row.notebook], mine, answers, show_source, own)
             files[row.notebook] = f"{row.notebook}.html"
             notebooks.write_bytes(folder / files[row.notebook], page.encode())
         page = report.student_page(student, srows, files)

@@ -1,7 +1,9 @@
 """nbgrader's Execute as grading runs it: limits on time and output, then the tests.
 
 :class:`GradeExecute` replaces nbgrader's ``Execute`` in ``Autograde`` (``Sandbox.configure``):
-kernels start through ``sandbox.SandboxKernelManager``, the whole notebook has a time limit on
+kernels start through ``sandbox.SandboxKernelManager``, the cells the tests do not need are
+not run (``judge.Spec.skips``; they show the student's own outputs instead, ``ownrun.py``), the
+whole notebook has a time limit on
 top of nbgrader's per-cell one, each cell keeps at most ``max_output_chars`` of output and the
 notebook at most ``max_notebook_chars`` (display updates, ``display_id`` outputs included: an
 update is charged once per output it would rewrite). Once every cell has run, and before the
@@ -18,6 +20,7 @@ import time
 from nbformat import NotebookNode
 from traitlets import Integer, Unicode
 
+from . import ownrun
 from .sandbox import SandboxKernelManager
 
 
@@ -61,15 +64,21 @@ class GradeExecute(_execute_class()):
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
         found = None
+        spec = self._spec()
+        skipped = spec.skipped_cells(self.nb.cells) if spec is not None else []
         with self.setup_kernel():
             info_msg = self.wait_for_reply(self.kc.kernel_info())
             if info_msg:
                 self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
             for index, cell in enumerate(self.nb.cells):
+                if index in skipped:
+                    ownrun.show(cell)  # not run: the student's own outputs, marked as such
+                    continue
+                cell.get("metadata", {}).pop(ownrun.KEY, None)
                 self.preprocess_cell(cell, resources, index)
-            if self.spec_file:
+            if spec is not None:
                 self._stop_reading_outputs()
-                found = self._judge()
+                found = {**self._judge(spec), "skipped": skipped}
         self.set_widgets_metadata()
         if found is not None and self.verdict_file:
             from . import notebooks
@@ -85,12 +94,19 @@ class GradeExecute(_execute_class()):
         if channel is not None:
             channel.stop()
 
-    def _judge(self) -> dict:
+    def _spec(self):
+        """The notebook's judge spec (None: no tests to run, every cell runs)."""
+        if not self.spec_file:
+            return None
         from pathlib import Path
 
         from . import judge
 
-        spec = judge.Spec.from_json(Path(self.spec_file).read_text())
+        return judge.Spec.from_json(Path(self.spec_file).read_text())
+
+    def _judge(self, spec) -> dict:
+        from . import judge
+
         try:
             verdicts, stats = judge.judge_live(
                 spec, self.nb, self.km.get_connection_info(), request_seconds=self.timeout or 60

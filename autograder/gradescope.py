@@ -13,7 +13,10 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
   (source, release, judge specs, gradebook), so a submission never waits for
   ``generate_assignment``, and in ``package/`` what ``setup.sh`` installs (``pyproject.toml``,
   ``README.md``, ``course_lib``: apart, so that grading imports the installed ``course_lib``,
-  the one the sandbox shows the kernel). The solutions and judges
+  the one the sandbox shows the kernel), and the release history (``judges/<a>.history.json``:
+  a notebook made from any release of the term is not tampering). :func:`build` warns, without
+  failing, when ``solutions/`` is ahead of the release (``assignments/<a>/`` or the committed
+  judge specs are not what ``make release`` would now make of them). The solutions and judges
   are instructor files: only instructors upload the zip, and the student's kernel never sees the
   container's files where the sandbox isolates it (``sandbox.py``: ``/autograder`` does not exist
   inside it);
@@ -68,7 +71,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from . import collect, config, grading, judge, nbgrader_dir, notebooks, report
+from . import collect, config, grading, intake, judge, nbgrader_dir, notebooks, release, report
 from .config import REPO_ROOT, Course
 from .nbgrader_dir import GradingDir
 
@@ -156,12 +159,15 @@ def code_files() -> dict[Path, Path]:
 
 
 def course_files(course: Course) -> list[Path]:
-    """The course's own files (relative to its root): settings, solutions, nbgrader config."""
+    """The course's own files (relative to its root): settings, solutions, nbgrader config,
+    and the release history when there is one."""
     solutions = sorted(course.solutions_dir.glob("*.ipynb"))
+    history = intake.history_path(nbgrader_dir.real(course))
     return [
         Path(config.CONFIG_FILE),
         Path("autograder") / "nbgrader_config.py",
         *(p.relative_to(course.root) for p in solutions),
+        *([history.relative_to(course.root)] if history.exists() else []),
     ]
 
 
@@ -186,6 +192,14 @@ def stage(course: Course, folder: Path, torch_version: str, log=print) -> float:
     nbgrader_dir.generate_assignment(copy, gdir)
     seconds = time.perf_counter() - start
     log(f"  nbgrader generate_assignment in advance: {seconds:.1f} s saved per submission")
+    stale = release.stale_release(course, gdir)
+    if stale:
+        shown = ", ".join(stale[:4]) + (f" and {len(stale) - 4} more" if len(stale) > 4 else "")
+        log(
+            f"  WARNING: solutions/{course.assignment} is ahead of the release: {shown} "
+            "differ from what `make release` makes of the current solutions, which this zip "
+            "grades with: run `make release` and commit before students hand in"
+        )
     for leftover in (gdir.backups, gdir.root / "logs"):
         shutil.rmtree(leftover, ignore_errors=True)
     for name, template in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):

@@ -8,7 +8,9 @@ One run, for the course directory ``gdir`` (``autograder/`` or ``autograder/demo
    out before anything runs, and what will be graded is staged in ``intake/`` and hashed;
 3. skip students whose staged notebooks, assignment and time limit have not changed since
    their last complete grading (re-running is idempotent and cheap: ``--regrade`` forces);
-4. back up the gradebook, then grade the others, ``jobs`` at a time: one child process per
+4. grade the canary (``canary.py``: the solutions as a student, in a folder of their own) and
+   stop before any student when it does not get every autograded point (a broken set-up);
+   back up the gradebook, then grade the others, ``jobs`` at a time: one child process per
    student (``worker.py``), so workers never share a student (nbgrader over one SQLite
    gradebook is safe for disjoint students) and a student can only ever cost their own
    grade. A worker past ``student_timeout`` is killed with its kernels; what it did not
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import demo, intake, judge, nbgrader_dir, notebooks, report
+from . import canary, demo, intake, judge, nbgrader_dir, notebooks, ownrun, report
 from .config import Course, usable_cpus
 from .gradebook import Scores, read_scores, zero_notebooks
 from .limits import Limits
@@ -80,6 +82,7 @@ class GradeResult:
 
     incomplete: list[str] = field(default_factory=list)  # grader crashed: grade them again
     unanswered: bool = False  # tests asked, and no kernel of any student answered: the set-up
+    canary: str = ""  # why the canary failed (then no student was graded): see canary.py
 
 
 class State:
@@ -236,6 +239,8 @@ def rows_for(
         if not (seen.staged and done.get("graded")):
             continue
         row.verdicts = dict(done.get("verdicts", {}))
+        row.first_error = done.get("first_error")
+        row.skipped = list(done.get("skipped", []))
         for gid, verdict in done.get("verdicts", {}).items():
             for item in verdict["checks"]:
                 if not item["passed"]:
@@ -315,7 +320,7 @@ def grade(
         log("  " + line)
     with exclusive(plan.gdir):
         result = grade_plan(course, plan, log)
-        if shard is not None:
+        if shard is not None and not result.canary:
             shards.write_manifest(course, plan, result)
         return result
 
@@ -355,6 +360,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         log(f"  no submission for student {unknown!r}")
 
     todo: list[str] = []
+    pending: dict[str, StudentRun] = {}  # recorded once the canary passed
     skipped: list[str] = []
     invalid: dict[str, str] = {}
     for student in chosen:
@@ -369,25 +375,36 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             scan=course.grade.tamper_scan,
             optional=course.grade.extra_credit,
         )
+        handed_in = gdir.student_dir(gdir.submitted, student)
+        for name, nb in staged.items():  # the student's own outputs of the cells not run
+            ownrun.attach(nb, handed_in / seen.notebooks[name].file, judges[name])
         seen.fingerprint = intake.stage(gdir, seen, staged)
         fingerprint = _fingerprint(assignment_hash, str(limit), seen.fingerprint)
         before = state.students.get(student)
         if before and before.complete and before.fingerprint == fingerprint and not plan.regrade:
             skipped.append(student)
         else:
-            state.students.pop(student, None)
             todo.append(student)
-            state.record(student, StudentRun(fingerprint, seen.to_dict()))
+            pending[student] = StudentRun(fingerprint, seen.to_dict())
+
+    from .sandbox import refusal
+
+    refused = refusal(course.sandbox, names) if todo else None  # None: kernels can be isolated
+    if todo and refused is None:
+        verdict = canary.check(course, gdir, limit, threads, log)
+        if not verdict.passed:  # nothing recorded: every student's last grading stands
+            log(verdict.message())
+            seconds = round(time.perf_counter() - start, 1)
+            return GradeResult(gdir, [], [], skipped, seconds, canary=verdict.message())
+    for student, run in pending.items():
+        state.students.pop(student, None)
+        state.record(student, run)
 
     if todo:
         backup = nbgrader_dir.backup_gradebook(gdir, "grade")
         if backup:
             log(f"  gradebook backed up to {backup}")
         log(f"  grading {len(todo)} student(s), {len(skipped)} unchanged since last time")
-
-        from .sandbox import refusal
-
-        refused = refusal(course.sandbox, names)  # None: kernels can be isolated here
 
         def one(student: str) -> None:
             pending = state.students[student]
@@ -484,7 +501,12 @@ def write_reports(
     if unknown:
         log(f"  not in {roster_file.name}: {', '.join(unknown)} (canvas.csv names them by login)")
     column = course.lms.canvas_column or course.assignment
-    report.write_canvas(rows, course.out_dir / "canvas.csv", column, roster)
+    canvas = report.write_canvas_file(rows, course.out_dir, column, roster)
+    waiting = report.waiting_students(rows)
+    if waiting:
+        log(f"  {len(waiting)} student(s) have written answers waiting for a grader: "
+            f"{canvas.name} is PROVISIONAL (those answers count 0); make formgrade, then "
+            "make feedback, writes canvas.csv once every answer is graded")  # fmt: skip
     feedback.write_feedback(gdir, rows, show_source=course.feedback.show_test_source)
     classreport.write_report(rows, course.out_dir, title)
     text = "\n\n".join(
@@ -493,7 +515,7 @@ def write_reports(
             report.summary_table(rows),
             report.histogram(rows),
             "\n".join(sandbox_lines(course)),
-            f"grades: {course.out_dir / 'grades.csv'} (Canvas: canvas.csv)\n"
+            f"grades: {course.out_dir / 'grades.csv'} (Canvas: {canvas.name})\n"
             f"class report: {course.out_dir / 'report.html'}\nfeedback: {gdir.feedback}/"
             f"<student>/{gdir.assignment}/index.html\nwritten answers: make formgrade, then "
             "make feedback",

@@ -13,6 +13,10 @@ repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it 
   graded: deleted cells are put back at their place, metadata reset (nbgrader restores the
   source of edited cells and adds the hidden tests). Metadata lost by copying the notebook
   into a new one is given back from the content (a note, not a flag);
+- a cell as an earlier release of the term had it (a test whose docstring changed after
+  students downloaded the notebook) is not tampering: ``release.py`` records the locked and
+  test cells of every release in ``judges/<a>.history.json`` (:class:`History`), and a cell
+  that matches its record in any of them is repaired the same way, with a note, no flag;
 - the student's own code is staged exactly as written: the advisory scan (``tamper.py``) only
   reads it, and what it notes (code that reaches the kernel or the grading machinery) is flagged
   ``review`` with notes for the instructor (``report.REVIEW_NOTE``), never shown to the student
@@ -183,11 +187,88 @@ def name_match(filename: str, names: list[str]) -> str | None:
 
 
 KEYS = ("grade", "solution", "locked", "points")  # nbgrader metadata a student cannot change
+HISTORY_VERSION = 1
 
 
-def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[str], list[str]]:
+def history_path(gdir: GradingDir) -> Path:
+    """The release history of ``gdir``'s class: ``judges/<a>.history.json`` in the course
+    directory whose ``submitted/`` it grades (a shard grades the class's, with its history)."""
+    return gdir.submitted.parent / "judges" / f"{gdir.assignment}.history.json"
+
+
+def cell_record(cell: NotebookNode) -> dict:
+    """What a release fixes of an nbgrader cell: its type, its nbgrader metadata (``KEYS``)
+    and, for a test or locked code cell, the SHA-256 of its source (lines right-stripped)."""
+    record = {"type": cell.cell_type, "nbgrader": {k: notebooks.meta(cell).get(k) for k in KEYS}}
+    if notebooks.is_protected(cell):
+        record["source"] = hashlib.sha256(_normalise(cell.source).encode()).hexdigest()
+    return record
+
+
+def release_record(released: dict[str, NotebookNode]) -> dict[str, dict[str, dict]]:
+    """The record of one release: notebook -> grade id -> :func:`cell_record`."""
+    return {
+        name: {gid: cell_record(c) for gid, c in notebooks.cells_by_id(nb).items()}
+        for name, nb in sorted(released.items())
+    }
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """One notebook's cells in every recorded release (grade id -> :func:`cell_record`)."""
+
+    releases: tuple[dict[str, dict], ...] = ()
+
+    def accepts(self, gid: str, cell: NotebookNode) -> bool:
+        """Whether ``cell`` is cell ``gid`` as a recorded release had it (type, metadata and,
+        for a test or locked cell, source)."""
+        mine = cell_record(cell)
+        for cells in self.releases:
+            theirs = cells.get(gid)
+            if theirs and all(
+                theirs.get(k) == mine.get(k) for k in ("type", "nbgrader", "source") if k in theirs
+            ):
+                return True
+        return False
+
+    def lacked(self, gid: str) -> bool:
+        """Whether a recorded release of the notebook had no cell ``gid`` (added since)."""
+        return any(gid not in cells for cells in self.releases)
+
+
+@dataclass(frozen=True)
+class History:
+    """Every recorded release of the assignment (``release.py`` appends one per distinct
+    release to :func:`history_path`): ``[{"date": ..., "notebooks": release_record(...)}]``."""
+
+    releases: tuple[dict, ...] = ()
+
+    @classmethod
+    def load(cls, path: Path) -> History:
+        """The history in ``path`` (none recorded when there is no file)."""
+        if not path.exists():
+            return cls()
+        try:
+            releases = tuple(json.loads(path.read_text())["releases"])
+            if all(isinstance(r["notebooks"], dict) for r in releases):
+                return cls(releases)
+        except (ValueError, KeyError, TypeError):
+            pass
+        raise ValueError(f"{path} is not a release history (make release writes it)")
+
+    def of(self, notebook: str) -> Earlier:
+        """The records of ``notebook`` in the releases that had it."""
+        found = [r["notebooks"][notebook] for r in self.releases if notebook in r["notebooks"]]
+        return Earlier(tuple(found))
+
+
+def check_and_restore(
+    nb: NotebookNode, released: NotebookNode, earlier: Earlier = Earlier()
+) -> tuple[list[str], list[str]]:
     """Compare ``nb`` with the released notebook and repair it in place so that what the
-    release asked for is graded. Return (tampering found, notes). Repairs:
+    release asked for is graded. Return (tampering found, notes). A cell as an earlier
+    release had it (``earlier``: the notebook's records in the release history) is not
+    tampering: it is repaired the same way, with a note. Repairs:
 
     - cells that lost their nbgrader metadata (a notebook copied into a new one) get it back:
       a test or locked cell when its source is unchanged, an answer when it sits between the
@@ -226,6 +307,14 @@ def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[st
                 if c is not keep:
                     del c.metadata["nbgrader"]
 
+    older: list[str] = []  # cells as an earlier release had them
+
+    def judge(gid: str, cell: NotebookNode, problem: str) -> None:
+        if earlier.accepts(gid, cell):
+            older.append(gid)
+        else:
+            problems.append(problem)
+
     for index, cell in enumerate(nb.cells):
         gid = notebooks.grade_id(cell)
         if gid is None:
@@ -234,23 +323,31 @@ def check_and_restore(nb: NotebookNode, released: NotebookNode) -> tuple[list[st
                 notes.append(f"cell {index} had nbgrader metadata without a grade id: removed")
             continue
         if gid not in ours:
-            problems.append(f"cell {gid} is not in the released notebook")
+            judge(gid, cell, f"cell {gid} is not in the released notebook")
             del cell.metadata["nbgrader"]
             continue
         mine, theirs = notebooks.meta(cell), notebooks.meta(ours[gid])
         if any(mine.get(k) != theirs.get(k) for k in KEYS) or cell.cell_type != ours[gid].cell_type:
-            problems.append(f"changed the nbgrader metadata of cell {gid}")
+            judge(gid, cell, f"changed the nbgrader metadata of cell {gid}")
             cell.metadata["nbgrader"] = copy.deepcopy(theirs)
         elif notebooks.is_protected(ours[gid]) and not _same(cell, ours[gid]):
-            problems.append(f"edited locked cell {gid}")
+            judge(gid, cell, f"edited locked cell {gid}")
 
     present = {notebooks.grade_id(c) for c in nb.cells}
     previous: str | None = None
     for gid, cell in ours.items():
         if gid not in present and (notebooks.is_protected(cell) or notebooks.is_grade(cell)):
-            problems.append(f"deleted cell {gid}")
+            if earlier.lacked(gid):
+                older.append(gid)
+            else:
+                problems.append(f"deleted cell {gid}")
             _insert_after(nb, previous, copy.deepcopy(cell))
         previous = gid
+    if older:
+        notes.append(
+            f"cells {', '.join(older)} are as an earlier release had them: the current "
+            "release's were graded"
+        )
     return problems, notes
 
 
@@ -365,13 +462,17 @@ def read_student(
     specs: dict,
     scan: bool = True,
     optional: tuple[str, ...] = (),
+    history: History | None = None,
 ) -> tuple[StudentIntake, dict[str, NotebookNode]]:
     """Decide what of ``student``'s submission is graded; return the intake and the notebooks
     to stage (by assignment notebook name): repaired, their locked and test cells put back in
     their graded form (``specs``: ``judge.Spec`` by notebook name); the student's own cells are
     left as written (``scan``: the advisory scan's findings become ``review`` notes). A notebook
     of ``optional`` (extra credit) that was not handed in gets a note, not the ``missing`` flag.
-    Writes nothing."""
+    A cell as an earlier release had it is not tampering (``history``: by default the one at
+    :func:`history_path`). Writes nothing."""
+    if history is None:
+        history = History.load(history_path(gdir))
     names = list(released)
     result = StudentIntake(student, {n: NotebookIntake(n) for n in names})
     folder = gdir.student_dir(gdir.submitted, student)
@@ -440,7 +541,7 @@ def read_student(
     result.notes += [f"{f} is {why}: not graded" for f, why in unreadable.items()]
 
     for name, nb in chosen.items():
-        problems, notes = check_and_restore(nb, released[name])
+        problems, notes = check_and_restore(nb, released[name], history.of(name))
         for problem in problems:
             result.notebooks[name].flag("tampered", problem)
         result.notebooks[name].notes += notes

@@ -22,7 +22,11 @@ This module
 
 Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
 other instructor-only cell (a reference answer or result): both are removed from what
-nbgrader, the release and students ever see.
+nbgrader, the release and students ever see. ``skip_in_grading`` marks given code the tests
+do not need (training, plots, results): a grading run (and the release checks and variants,
+which run as grading does) leaves out every cell whose code is that cell's, as handed out
+(:meth:`Spec.skips`; a cell the student changed runs). The release proves that nothing that
+runs needs a skipped cell: the solution must still run without an error and get full marks.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from . import notebooks
 
 JUDGE_TAG = "judge"
 INSTRUCTOR_TAG = "instructor"
+SKIP_TAG = "skip_in_grading"
 JUDGE_SECONDS = 300  # every request of one notebook's tests together
 
 
@@ -96,6 +101,7 @@ class Spec:
     name: str
     tests: dict[str, Test]
     judges: tuple[JudgeCell, ...]
+    skip: tuple[str, ...] = ()  # the code of the cells tagged skip_in_grading (normalised)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -104,7 +110,103 @@ class Spec:
     def from_json(cls, text: str) -> Spec:
         data = json.loads(text)
         tests = {k: Test(**v) for k, v in data["tests"].items()}
-        return cls(data["name"], tests, tuple(JudgeCell(**j) for j in data["judges"]))
+        judges = tuple(JudgeCell(**j) for j in data["judges"])
+        return cls(data["name"], tests, judges, tuple(data.get("skip", ())))
+
+    def skips(self, cell: NotebookNode) -> bool:
+        """Whether ``cell`` may be left out of a grading run: a code cell whose code is, but
+        for blank lines and trailing spaces, a cell the course tagged ``skip_in_grading``."""
+        return cell.get("cell_type") == "code" and normalised(cell.get("source", "")) in set(
+            self.skip
+        )
+
+    def skipped_cells(self, cells: list[NotebookNode]) -> list[int]:
+        """The indices of the cells a grading run of ``cells`` leaves out: those that
+        :meth:`skips`, unless a cell that runs after it may read a name it binds (a student
+        who uses the trained model of a skipped cell in their own cell gets that cell run,
+        as on their machine). Read backwards, so a skipped cell's own needs do not count."""
+        wanted: set[str] = set()
+        skipped = []
+        for index in reversed(range(len(cells))):
+            cell = cells[index]
+            if cell.get("cell_type") != "code":
+                continue
+            bound, loaded = names_of(str(cell.get("source", "")))
+            needed = ANY_NAME in wanted or bool(bound & wanted) or (ANY_NAME in bound and wanted)
+            if self.skips(cell) and not needed:
+                skipped.append(index)
+                continue
+            wanted |= loaded
+        return sorted(skipped)
+
+
+ANY_NAME = "*"  # a cell that may read any name (eval, globals...): every earlier cell runs
+DYNAMIC = frozenset({"eval", "exec", "globals", "locals", "vars", "__import__", "__main__"})
+
+
+def names_of(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell may bind, and those it may read from earlier cells (both
+    over-estimated, which only makes more cells run): every name stored anywhere in it; every
+    name it reads before its own code bound it (in a function's body: any name the cell does
+    not bind). IPython syntax (magics, ``!cmd``) is translated first; a cell that still does
+    not parse, or reads names dynamically (:data:`DYNAMIC`), may read any name
+    (:data:`ANY_NAME`)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except Exception:  # not Python even for IPython: assume the worst
+        return set(), {ANY_NAME}
+    first_bound: dict[str, tuple[int, int]] = {}  # name -> where the binding takes effect
+    reads: list[tuple[str, tuple[int, int], bool]] = []  # name, where, inside a function
+    params: set[str] = set()  # the parameters of its functions and lambdas
+
+    def bind(name: str, at: tuple[int, int]) -> None:
+        first_bound[name] = min(first_bound.get(name, at), at)
+
+    def visit(node: ast.AST, statement: ast.AST | None, in_function: bool) -> None:
+        if isinstance(node, ast.stmt):
+            statement = node
+        end = (getattr(statement, "end_lineno", 0) or 0, getattr(statement, "end_col_offset", 0))
+        if isinstance(node, ast.Name):
+            at = (node.lineno, node.col_offset)
+            if isinstance(node.ctx, ast.Load):
+                reads.append((node.id, at, in_function))
+            elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                bind(node.id, end)  # bound once the whole statement has run
+            else:
+                bind(node.id, at)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, end)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bind(ANY_NAME if alias.name == "*" else (alias.asname or alias.name).split(".")[0],
+                     end)  # fmt: skip
+        elif isinstance(node, ast.Global):
+            for name in node.names:
+                bind(name, (0, 0))
+        elif isinstance(node, ast.arg):
+            params.add(node.arg)
+        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, statement, inner)
+
+    visit(tree, None, False)
+    loaded = {
+        name
+        for name, at, in_function in reads
+        if (name not in first_bound and not (in_function and name in params))
+        or (not in_function and name in first_bound and at <= first_bound[name])
+    }
+    if loaded & DYNAMIC:
+        loaded.add(ANY_NAME)
+    return set(first_bound), loaded
+
+
+def normalised(source: object) -> str:
+    """``source`` without its leading and trailing blank lines and trailing spaces."""
+    text = "".join(source) if isinstance(source, list) else str(source or "")
+    return "\n".join(line.rstrip() for line in text.strip().split("\n"))
 
 
 def docstring_lines(source: str) -> list[str]:
@@ -131,14 +233,17 @@ def spec_of(nb: NotebookNode, name: str) -> Spec:
     """The spec of the solution notebook ``nb`` (named ``name``)."""
     tests: dict[str, Test] = {}
     judges: list[JudgeCell] = []
+    skip: list[str] = []
     current: str | None = None
     for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and SKIP_TAG in tags(cell) and normalised(cell.source):
+            skip.append(normalised(cell.source))
         if notebooks.is_test(cell):
             current = notebooks.grade_id(cell)
             tests[current] = Test(current, notebooks.points(cell), graded_source(cell))
         elif is_judge(cell):
             judges.append(JudgeCell(current, cell.source, i))
-    return Spec(name, tests, tuple(judges))
+    return Spec(name, tests, tuple(judges), tuple(dict.fromkeys(skip)))
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -268,7 +373,17 @@ def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
                 f"{spec.name} {gid}: its checks are worth {total:g} points, "
                 f"the test cell {test.points:g}"
             )
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
+        if SKIP_TAG in tags(cell) and (
+            cell.cell_type != "code"
+            or notebooks.is_solution(cell)
+            or notebooks.is_grade(cell)
+            or is_instructor_only(cell)
+        ):
+            problems.append(
+                f"{spec.name} {notebooks.grade_id(cell) or f'cell {i}'}: only given code cells "
+                f"may be tagged {SKIP_TAG} (not answers, tests, judges or markdown)"
+            )
         if notebooks.is_test(cell) and notebooks.regions(cell).hidden:
             problems.append(
                 f"{spec.name} {notebooks.grade_id(cell)}: its hidden region would run in the "

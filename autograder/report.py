@@ -65,6 +65,10 @@ class Row:
     # the class report, not in grades.csv
     verdicts: dict[str, dict] = field(default_factory=dict)
     seconds: float | None = None
+    # the first error in the student's own code when grading ({"cell", "words"}, fixed text),
+    # and the cells grading did not run (their outputs are the student's own): feedback only
+    first_error: dict | None = None
+    skipped: list[int] = field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -232,6 +236,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .part { color: #8a5a00; }
 .box { border: 1px solid #d0d0d7; border-radius: 6px; padding: .7em 1em; margin: 1em 0; }
 .box.extra { border-style: dashed; }
+.box.first { border-color: #a4161a; background: #fff5f5; }
+details.own { margin: .6em 0; } details.own img { max-width: 100%; }
 .msg { white-space: pre-wrap; font-family: ui-monospace, Menlo, Consolas, monospace;
        font-size: .88em; }
 .answer { background: #fafafc; border-left: 3px solid #b8b8c8; padding: .2em 1em; }
@@ -391,6 +397,28 @@ def canvas_rows(
 
 def _points(x: float) -> str:
     return f"{round(x, 4):g}"
+
+
+CANVAS_FILE = "canvas.csv"
+PROVISIONAL_CANVAS_FILE = "canvas-PROVISIONAL.csv"
+
+
+def waiting_students(rows: list[Row]) -> list[str]:
+    """The students with a written answer (or other manually graded cell) not graded yet."""
+    return sorted({r.student for r in rows if "needs-manual" in r.flags})
+
+
+def write_canvas_file(
+    rows: list[Row], out: Path, column: str, roster: dict[str, RosterEntry] | None = None
+) -> Path:
+    """Write the Canvas import into ``out``: ``canvas.csv`` when every grade is complete,
+    else ``canvas-PROVISIONAL.csv`` (written answers waiting for a grader count 0 there), and
+    remove the other one, so a file named ``canvas.csv`` is always complete. Returns the path."""
+    complete = not waiting_students(rows)
+    keep, drop = (CANVAS_FILE, PROVISIONAL_CANVAS_FILE)[:: 1 if complete else -1]
+    write_canvas(rows, out / keep, column, roster)
+    (out / drop).unlink(missing_ok=True)
+    return out / keep
 
 
 def write_canvas(

@@ -642,6 +642,24 @@ def _output(out: dict) -> NotebookNode:
     return NotebookNode(output_type="stream", name="stdout", text="[removed: unknown output]\n")
 
 
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes (tracebacks, progress bars)."""
+    return ANSI.sub("", text)
+
+
+def raster(value: object, mime: str) -> str | None:
+    """The base64 of a PNG, JPEG or GIF image, or None when ``value`` is not one."""
+    return _raster(value, mime) if mime in RASTER else None
+
+
+def clean_output(out: dict) -> NotebookNode:
+    """One output made inert, as :func:`sanitise_notebook` makes every output."""
+    return _output(out)
+
+
 def _cell(cell: NotebookNode) -> None:
     if "id" in cell and not (isinstance(cell.id, str) and _CELL_ID.fullmatch(cell.id)):
         cell.id = uuid.uuid4().hex[:8]

@@ -10,9 +10,10 @@ kernel for the student's objects before it stops. The tests of
 the course (``tests/test_variants.py``) use it to show that correct variants keep full marks
 and every mutant loses points, behaviour by behaviour.
 
-To save time a variant can skip the plain cells (``skip_plain=True``): the plain code cells
-(training, plots) are left out; the setup, locked, answer and test cells run, which is all a
-test may rely on (its checks ask for what those cells define).
+Cells run exactly as grading runs them: the cells tagged ``skip_in_grading`` are left out
+when no later cell reads what they bind (``judge.Spec.skipped_cells``, in ``execute.py``), so
+the variant sets also prove that leaving them out changes no verdict. ``skip_plain=True``
+leaves out every plain code cell as well (quicker, for experiments only).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def grade_variants(
     variants: list[Variant],
     jobs: int = 2,
     timeout: int = 300,
-    skip_plain: bool = True,
+    skip_plain: bool = False,
 ) -> list[VariantScore]:
     """Grade every variant of the solution notebook ``solution`` (named ``name``), ``jobs`` at
     a time; return their scores in order."""

@@ -25,7 +25,9 @@ what it finished)::
 
     {"student": str, "done": bool, "judge_error": str, "judge_seconds": float,
      "notebooks": {name: {"graded": bool, "error": str, "timeouts": [grade ids or cell
-                   numbers], "seconds": float, "verdicts": {grade id: verdict}}}}
+                   numbers], "seconds": float, "verdicts": {grade id: verdict},
+                   "skipped": [cell indices not run], "first_error": {"cell", "words"} or
+                   None, "session": the tests' request counts}}}
 
 Everything student code can reach runs in the kernels nbgrader starts; this process only
 talks to them, and ``--sandbox LIMITS`` (JSON, see ``limits.py``) starts every kernel in the
@@ -75,15 +77,26 @@ def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
     return cfg
 
 
-def inspect(path: Path) -> dict:
-    """The cells of an autograded notebook that ran past their time limit."""
+def inspect(path: Path, skipped: list[int] = ()) -> dict:
+    """The cells of an autograded notebook that ran past their time limit, and the first error
+    raised in the student's own code (an answer cell): its cell and, when it is one of
+    Python's own, the exception's name (``judging.raised_words``: the kernel's words are never
+    repeated). ``skipped``: the cells grading did not run (their outputs are the student's)."""
+    from course_lib.judging import raised_words
+
     nb = notebooks.read(path)
-    timeouts = []
+    timeouts, first_error = [], None
     for i, cell in enumerate(nb.cells):
-        outputs = cell.get("outputs", [])
-        if any(o.output_type == "error" and o.get("ename") == TIMEOUT_ENAME for o in outputs):
+        outputs = [] if i in skipped else cell.get("outputs", [])
+        errors = [o for o in outputs if o.output_type == "error"]
+        if any(o.get("ename") == TIMEOUT_ENAME for o in errors):
             timeouts.append(notebooks.grade_id(cell) or f"cell {i}")
-    return {"timeouts": timeouts}
+        elif errors and first_error is None and notebooks.is_solution(cell):
+            first_error = {
+                "cell": notebooks.grade_id(cell) or f"cell {i}",
+                "words": raised_words(str(errors[0].get("ename", ""))),
+            }
+    return {"timeouts": timeouts, "first_error": first_error}
 
 
 def grade_student(
@@ -141,8 +154,9 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
             graded = root / "autograded" / student / assignment / f"{name}.ipynb"
             if not graded.exists():
                 raise RuntimeError("nbgrader could not grade this notebook (see the log)")
-            entry.update(inspect(graded), graded=True)
             judged = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+            entry["skipped"] = [i for i in judged.get("skipped", []) if isinstance(i, int)]
+            entry.update(inspect(graded, entry["skipped"]), graded=True)
             if "verdicts" in judged:
                 entry["verdicts"], entry["session"] = judged["verdicts"], judged["session"]
             else:

@@ -4,12 +4,23 @@ students write), so library tests do not depend on any notebook."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 import torch
 from torch import nn
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Many tests grade copies of the same course: its canary (autograder/canary.py) passes or fails
+# the same for each, so they share one folder of canary results per test run
+# (test_grade.py's canary test grades its own).
+os.environ.setdefault(
+    "A3_CANARY_RECORDS",
+    os.path.join(
+        tempfile.gettempdir(),
+        f"a3-canary-{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}",
+    ),
+)
 
 from course_lib.train import Seq2Seq  # noqa: E402
 from course_lib.vocab import VOCAB_SIZE  # noqa: E402
@@ -55,3 +66,12 @@ def no_quick(monkeypatch):
 def tiny_model():
     torch.manual_seed(0)
     return Seq2Seq(TinyEncoder(), TinyAttentionDecoder())
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``pytest -n N --dist loadgroup`` (``make test``), the tests of one module run in one
+    worker, so its module-scoped fixtures (a graded class, a release) are built once; a test
+    that names its own group (``tests/test_variants.py``: one per variant set) keeps it."""
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -6,7 +6,9 @@ region only, as a valid program different from the solution, once. The audit run
 course of ``tests/fixtures/course`` (``make_course``): every mutant of its three answers is
 caught; then one hidden test is weakened (its judge's checks replaced by one that only asks for
 a number) and the audit's kill rate for that test drops, ``--cell`` audits only the cell named
-(an answer cell or a test cell), and ``[audit] min_killed`` makes the command fail.
+(an answer cell or a test cell), and ``[audit] min_killed`` makes the command fail (its last
+line ``audit: FAIL (...)``); survivors accepted in ``autograder/audit-accepted.toml`` count as
+killed by review and make it pass, and an entry that matches no mutant is reported as stale.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 
 from test_grade import ENV, autograder, make_course  # noqa: E402
 
-from autograder import mutants, notebooks  # noqa: E402
+from autograder import audit, mutants, notebooks  # noqa: E402
 
 SNIPPET = '''import math
 
@@ -165,6 +167,7 @@ def test_every_mutant_of_the_tiny_course_is_caught(audited):
         assert entry["mutants"] >= 2 and entry["rate"] == 1.0, (cell, entry)
         assert not entry["survivors"] and not entry["problems"]
     assert "test_mul" in out and "AUDIT FAILED" not in out
+    assert verdict(out) == "audit: PASS (lowest killed share 1.00 in 1_sums/add >= 0.00)"
 
 
 def test_weakening_a_hidden_test_lowers_its_kill_rate(audited):
@@ -196,13 +199,83 @@ def test_cell_filter_audits_one_answer(audited):
     assert proc.returncode == 2 and "no answer cell or graded test cell" in proc.stderr
 
 
+def verdict(out: str) -> str:
+    """The audit's verdict: the last line of its summary (only the report's path follows)."""
+    lines = [line for line in out.split("\n") if line.strip()]
+    found = [i for i, line in enumerate(lines) if line.startswith(("audit: PASS", "audit: FAIL"))]
+    assert len(found) == 1 and found[0] >= len(lines) - 2, lines[-3:]
+    return lines[found[0]]
+
+
+def strict(root: Path) -> None:
+    """``[audit] min_killed = 0.9`` in the course's settings (once)."""
+    toml = root / "course.toml"
+    if "min_killed = 0.9" not in toml.read_text():
+        toml.write_text(toml.read_text() + "\n[audit]\nmin_killed = 0.9\nshow = 1\n")
+
+
 def test_min_killed_fails_the_audit(audited):
     root, *_ = audited
-    toml = root / "course.toml"
-    toml.write_text(toml.read_text() + "\n[audit]\nmin_killed = 0.9\nshow = 1\n")
+    strict(root)
     proc = run_audit(root, "--cell", "mul", "--no-confirm")
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "AUDIT FAILED" in proc.stdout and "mul (" in proc.stdout
     assert "< min_killed" in proc.stdout
+    rate = audit_json(root)["mul"]["rate"]
+    assert (
+        verdict(proc.stdout) == f"audit: FAIL (lowest killed share {rate:.2f} in 1_sums/mul < 0.90)"
+    )
     proc = run_audit(root, "--cell", "add", "--no-confirm")  # its tests are strong
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert verdict(proc.stdout).startswith("audit: PASS (lowest killed share 1.00 in 1_sums/add")
+
+
+def test_accepted_mutants_count_as_killed_by_review(audited):
+    root, *_ = audited
+    strict(root)
+    run_audit(root, "--cell", "mul", "--no-confirm")
+    weak = audit_json(root)["mul"]
+    survivors = [o for o in weak["outcomes"] if o["id"] in weak["survivors"]]
+    assert len(survivors) >= 2 and weak["rate"] < 0.9
+    later = [o for o in weak["outcomes"] if o["killed_at"] and "test_mul" not in o["killed_at"]]
+    assert not later  # mul is the last answer of its notebook: review alone decides
+    # the first survivor by its id, the others by their changed line, as the audit prints them
+    entries = [(survivors[0]["id"], "accepted by its id")]
+    for o in survivors[1:]:
+        added = next(line for line in o["diff"].split("\n")[2:] if line.startswith("+"))
+        entries.append((added[1:].strip(), f"line {o['line']}"))
+    entries.append(("product = a ** b", "a mutant the operators never make"))
+    text = "".join(
+        f'[[accepted]]\nnotebook = "1_sums"\ncell = "mul"\nmutant = {json.dumps(m)}\n'
+        f'reason = "{reason}"\n\n'
+        for m, reason in entries
+    )
+    accepted = root / "autograder" / audit.ACCEPTED_FILE
+    accepted.write_text(text)
+    try:
+        proc = run_audit(root, "--cell", "mul", "--no-confirm")
+    finally:
+        accepted.unlink()
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-2000:]
+    assert verdict(out) == "audit: PASS (lowest killed share 1.00 in 1_sums/mul >= 0.90)"
+    reviewed = audit_json(root)["mul"]
+    assert reviewed["survivors"] == [] and reviewed["rate"] == 1.0
+    assert set(reviewed["reviewed"]) == {o["id"] for o in survivors}
+    assert reviewed["reviewed"][survivors[0]["id"]] == "accepted by its id"
+    stale = "1_sums/mul 'product = a ** b': matches no mutant any more"
+    assert f"STALE accepted mutant (audit-accepted.toml): {stale}" in out
+    assert "accepted as harmless" in out and "survivors of 1_sums mul" not in out
+    report = (root / "autograder" / "out" / "audit.md").read_text()
+    assert "killed by review" in report and "Reason: accepted by its id" in report
+    assert f"- {stale}" in report
+
+
+def test_accepted_entries_are_checked(tmp_path):
+    path = tmp_path / audit.ACCEPTED_FILE
+    assert audit.load_accepted(path) == []
+    path.write_text('[[accepted]]\nnotebook = "1_sums"\ncell = "mul"\nmutant = "x"\n')
+    with pytest.raises(ValueError, match="entry 1 needs exactly notebook, cell, mutant, reason"):
+        audit.load_accepted(path)
+    path.write_text('[[accepted]]\nnotebook = "n"\ncell = "c"\nmutant = "m"\nreason = "r"\n')
+    assert audit.load_accepted(path) == [audit.Accepted("n", "c", "m", "r")]

@@ -25,6 +25,7 @@ Chromium is Debian's ``chromium`` (``make setup`` installs it as root on Debian/
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -258,6 +259,14 @@ def executed(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+SCROLL_TO_OWN_OUTPUT = """
+([...document.querySelectorAll('pre, div, span')].reverse()
+  .find(e => e.textContent.includes("the student's own")) || document.body)
+  .scrollIntoView({block: "center"})
+"""
+OWN_TEXT = "2 + 3 = 5 and 2 * 3 = 6   <- printed in the student's own run\n"
+
+
 # --- the formgrader --------------------------------------------------------------------------
 
 
@@ -350,6 +359,9 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
     src, grading = _sources(root)
     gdir = grading.root
     submission = hostile(src.solved("1_sums"), beacon)
+    for cell in submission.cells:  # the student's own run printed this (grading skips the cell)
+        if cell.source.startswith('print("2 + 3 ='):
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=OWN_TEXT)]
     folder = gdir / "submitted" / STUDENT / "a3"
     folder.mkdir(parents=True)
     (folder / "1_sums.ipynb").write_text(nbformat.writes(submission))
@@ -386,6 +398,16 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
         for name in ("1_sums.html", "formgrader submission"):
             assert ANSWER_TEXT in seen[name]["text"], f"{name} did not show the submission"
             assert "<script>void(" in seen[name]["text"], f"{name}: the answer's HTML, as text"
+            assert OWN_TEXT.strip() in seen[name]["text"], f"{name}: the student's own output"
+        assert "The output below is the student's own" in seen["formgrader submission"]["text"]
+        shots = os.environ.get("A3_SCREENSHOTS")  # docs/: the formgrader with the own output
+        if shots:
+            browser.call("Emulation.setDeviceMetricsOverride", width=1000, height=640,
+                         deviceScaleFactor=1, mobile=False)  # fmt: skip
+            browser.visit(pages["formgrader submission"])
+            browser.eval(SCROLL_TO_OWN_OUTPUT)
+            shot = browser.call("Page.captureScreenshot", format="png")["data"]
+            Path(shots, "formgrader-own-outputs.png").write_bytes(base64.b64decode(shot))
         ran = {name: sorted(page["hits"]) for name, page in seen.items() if page["hits"]}
         assert not ran, f"student scripts ran: {ran}"
         clickable = {name: page["clicked"] for name, page in seen.items() if page["clicked"]}

@@ -135,7 +135,10 @@ def test_manual_grades_and_comments_appear_after_make_feedback(graded):
     assert "Comments on your code" in text and "Multiply, do not add." in text
     row = grades(root)[("wrong-mul", "1_sums")]
     assert row["manual"] == "0.5" and "needs-manual" not in row["flags"]
-    canvas = (root / "autograder" / "out" / "canvas.csv").read_text().splitlines()
+    # other students' written answers still wait: the Canvas file says it is provisional
+    out_dir = root / "autograder" / "out"
+    assert not (out_dir / "canvas.csv").exists() and "PROVISIONAL" in out
+    canvas = (out_dir / "canvas-PROVISIONAL.csv").read_text().splitlines()
     assert "wrong-mul,,,wrong-mul,,3.5" in canvas  # 1 (add) + 0.5 (written) + 2 (shout)
 
 

@@ -35,7 +35,7 @@ EXPECTED_NOTEBOOKS = [
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import config, demo, intake, nbgrader_dir, notebooks  # noqa: E402
+from autograder import config, demo, intake, nbgrader_dir, notebooks, ownrun  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "course"
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -522,3 +522,53 @@ def test_extra_credit_is_shown_apart():
     page = report.student_page("ann", [done, bonus], {})
     assert "2 / 2" in page and "0.5</b> extra credit" in page
     assert [r.as_csv()["extra_credit"] for r in rows] == ["no", "yes", "no", "yes"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The canary, and the student's own outputs where grading does not run a cell.
+
+
+def test_canary_stops_a_broken_course_then_grading_goes_on(tmp_path):
+    root = make_course(tmp_path)
+    src, gdir = _sources(root)
+    words = src.solved("2_words")
+    printing = next(i for i, c in enumerate(words.cells) if c.source == 'print(shout("done"))')
+    words.cells[printing].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="DONE! in ann's own run\n")
+    ]
+    folder = gdir.submitted / "ann" / "a3"
+    folder.mkdir(parents=True)
+    (folder / "1_sums.ipynb").write_bytes(_dump(src.solved("1_sums")))
+    (folder / "2_words.ipynb").write_bytes(_dump(words))
+    # the course breaks: a given cell that fails where grading runs it
+    solution = root / "solutions" / "a3" / "2_words.ipynb"
+    good = solution.read_bytes()
+    broken = nbformat.reads(good.decode(), as_version=4)
+    meta = {"grade": False, "solution": False, "locked": True, "grade_id": "given_broken",
+            "schema_version": 3}  # fmt: skip
+    broken.cells.insert(2, nbformat.v4.new_code_cell("raise OSError(5)", metadata={
+        "nbgrader": meta}))  # fmt: skip
+    solution.write_text(nbformat.writes(broken))
+    env = {k: v for k, v in ENV.items() if k != "A3_CANARY_RECORDS"}  # its own canary
+    cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "THE CANARY FAILED" in proc.stdout
+    assert "2_words given_broken raised OSError" in proc.stdout
+    assert not (root / "autograder" / "out" / "grades.csv").exists()
+    state = gdir.state_file
+    assert not state.exists() or "ann" not in json.loads(state.read_text())["students"]
+    # fixed: the canary passes and the student is graded
+    solution.write_bytes(good)
+    out = autograder(root, "grade", env=env).stdout
+    assert "canary: full marks" in out
+    row = grades(root)[("ann", "2_words")]
+    assert (row["autograded"], row["flags"]) == ("2", "ok")
+    graded = notebooks.read(gdir.autograded / "ann" / "a3" / "2_words.ipynb")
+    texts = [o.get("text") for o in graded.cells[printing].outputs]
+    assert texts == [ownrun.NOTE, "DONE! in ann's own run\n"]  # not run: ann's own output
+    run = json.loads(state.read_text())["students"]["ann"]["worker"]["notebooks"]["2_words"]
+    assert run["skipped"] == [printing]
+    # unchanged: neither the canary nor ann is graded again
+    again = autograder(root, "grade", "--regrade", env=env).stdout
+    assert "canary:" not in again and "ann" in again

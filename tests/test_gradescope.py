@@ -24,7 +24,7 @@ import nbformat
 import pytest
 from test_grade import ENV, ROOT, _sources, autograder, grades, make_course
 
-from autograder import config, demo, gradescope, judge, nbgrader_dir, report, tamper  # noqa: E402
+from autograder import config, demo, gradescope, judge, nbgrader_dir, release, report, tamper
 
 SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
 ZIP_LIMIT = 3_000_000  # bytes: the tiny course's zip (the real one: about 1 MB)
@@ -123,6 +123,42 @@ def test_zip_holds_what_grading_needs_and_nothing_else(course_zip):
     size = zip_path.stat().st_size
     assert size < ZIP_LIMIT and f"{len(names)} files" in out
     print(f"\ntiny course zip: {len(names)} files, {size / 1e6:.2f} MB")
+
+
+def test_build_warns_when_solutions_are_ahead_of_the_release(course_zip, tmp_path):
+    root, zip_path, out = course_zip
+    # the tiny course was never released: a warning line, and the zip is built all the same
+    warning = next(line for line in out.splitlines() if "WARNING" in line)
+    assert "solutions/a3 is ahead of the release: assignments/a3/1_sums.ipynb" in warning
+    assert "run `make release`" in warning and zip_path.exists()
+    # a course whose release is what the solutions make: no warning (nothing generated again:
+    # the demo class's nbgrader directory holds what generate_assignment made of them)
+    gdir = nbgrader_dir.demo(config.load(root))
+    course = config.load(make_course(tmp_path))
+    judges = course.grader_dir / "judges" / "a3"
+    judges.mkdir(parents=True)
+    course.assignments_dir.mkdir(parents=True)
+    for name in ("1_sums", "2_words"):
+        (course.assignments_dir / f"{name}.ipynb").write_bytes(
+            release.published(gdir.release / f"{name}.ipynb")
+        )
+        shutil.copy(gdir.judges / f"{name}.json", judges)
+    assert release.stale_release(course, gdir) == []
+    # a test reworded in the solutions since: its notebook and judge spec are behind
+    with (course.assignments_dir / "2_words.ipynb").open("a") as fh:
+        fh.write(" ")
+    (judges / "1_sums.json").write_text("{}")
+    (course.assignments_dir / "0_old.ipynb").write_text("{}")
+    assert release.stale_release(course, gdir) == [
+        "autograder/judges/a3/1_sums.json",
+        "assignments/a3/2_words.ipynb",
+        "assignments/a3/0_old.ipynb",
+    ]
+    # the release history travels in the zip, so that Gradescope's intake reads it too
+    history = course.grader_dir / "judges" / "a3.history.json"
+    assert history.relative_to(course.root) not in gradescope.course_files(course)
+    history.write_text("{}")
+    assert history.relative_to(course.root) in gradescope.course_files(course)
 
 
 def test_setup_script_installs_what_make_setup_installs(course_zip):

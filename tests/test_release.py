@@ -1,15 +1,22 @@
 """`make release`: the student notebooks and bundle, and the checks that must fail loudly.
 
 End to end on temporary copies of the tiny course in tests/fixtures/course (passing, then
-with one fault of each kind) and of the repository's own solutions (passing, and the
-committed assignments/a3 up to date); the checks alone on hand-made notebooks.
+with one fault of each kind, then with the points and lint faults that stop it before anything
+runs) and of the repository's own solutions (passing, and the committed assignments/a3 up to
+date); the checks alone on hand-made notebooks. The release history: a second release of the
+tiny course after a test's docstring changed records both, and the intake accepts a notebook
+made from the first.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -29,7 +36,7 @@ EXPECTED_NOTEBOOKS = [
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import release  # noqa: E402
+from autograder import config, intake, judge, nbgrader_dir, notebooks, release  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "course"
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -127,14 +134,16 @@ INSTRUCTOR_NOTE = (
 
 
 def break_course(root: Path) -> None:
-    """One fault of each kind in the tiny course's solutions."""
+    """One fault of each kind in the tiny course's solutions (none the cheap checks stop at:
+    the points are the handout's, and ruff passes)."""
     toml = root / "course.toml"
-    toml.write_text(toml.read_text().replace("nmt-course/tiny-course", "example-org/tiny-course"))
+    text = toml.read_text().replace("nmt-course/tiny-course", "example-org/tiny-course")
+    toml.write_text(text.replace("2_words = { autograded = 2,", "2_words = { autograded = 6,"))
     path1, path2 = (root / "solutions" / "a3" / f"{n}.ipynb" for n in ("1_sums", "2_words"))
     nb1, nb2 = (nbformat.read(p, as_version=4) for p in (path1, path2))
     cells1 = {c.id: c for c in nb1.cells}
     cells1["mul"].source = cells1["mul"].source.replace("product = a * b", "product = a * b + 1")
-    nb1.cells.insert(6, new_code_cell("import nonexistent_module_xyz"))
+    nb1.cells.insert(6, new_code_cell("import nonexistent_module_xyz  # noqa: F401"))
     nb1.cells.append(new_code_cell("# BEGIN SOLUTON\nsecret = 42\n# END SOLUTION"))
     note = new_markdown_cell(INSTRUCTOR_NOTE)
     note.metadata["tags"] = ["instructor"]
@@ -190,6 +199,114 @@ def test_release_fails_loudly_and_publishes_nothing(tmp_path):
     assert not missing, f"not reported: {missing}\n{proc.stderr}"
     assert not (root / "assignments").exists()
     assert not (root / "autograder" / "out" / "a3-student.zip").exists()
+
+
+def test_points_and_lint_stop_the_release_before_anything_runs(tmp_path):
+    root = make_course(tmp_path)
+    toml = root / "course.toml"
+    text = toml.read_text()
+    assert "2_words = { autograded = 2, manual = 0 }" in text
+    text = text.replace("2_words = { autograded = 2, manual = 0 }\n", "")
+    toml.write_text(text.replace("1_sums = { autograded = 2, manual = 1 }",
+                                 "1_sums = { autograded = 2, manual = 1.5 }"))  # fmt: skip
+    path = root / "solutions" / "a3" / "2_words.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(new_code_cell("import itertools\nx=1"))  # unused import, unformatted
+    nbformat.write(nb, path)
+    start = time.perf_counter()
+    proc = run_release(root)
+    seconds = time.perf_counter() - start
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for message in (
+        "release stopped before running anything: 4 problem(s)",
+        "2_words: course.toml fixes no points for this notebook: add the line "
+        "`2_words = { autograded = 2, manual = 0 }` under [release.points]",
+        "1_sums: its written answers add up to 1 points, the handout gives them 1.5 "
+        "([release.points] 1_sums in course.toml)",
+        "lint: `ruff check",
+        "F401",
+        "lint: `ruff format --check",
+        "would be reformatted",
+    ):
+        assert message in proc.stderr, message + "\n" + proc.stderr
+    assert "generating the student version" not in proc.stdout  # nbgrader never ran
+    assert not (root / "autograder" / "release").exists() and not (root / "assignments").exists()
+    assert seconds < 30, f"{seconds:.0f} s: the cheap checks should take seconds"
+
+
+def test_handout_points_must_be_autograded_and_manual_numbers(tmp_path):
+    base = (FIXTURE / "course.toml").read_text()
+    for bad in ("1_sums = { autograded = 2 }", '1_sums = { autograded = "2", manual = 1 }',
+                "1_sums = { autograded = 2, manual = -1 }", "1_sums = 3"):  # fmt: skip
+        (tmp_path / "course.toml").write_text(
+            base.replace("1_sums = { autograded = 2, manual = 1 }", bad)
+        )
+        with pytest.raises(config.ConfigError, match=r"\[release.points\] 1_sums must be"):
+            config.load(tmp_path)
+
+
+def _history(root: Path) -> intake.History:
+    return intake.History.load(root / "autograder" / "judges" / "a3.history.json")
+
+
+def test_a_notebook_of_an_earlier_release_is_not_tampered(tiny_release, tmp_path, monkeypatch):
+    """A TA rewords test_add's docstring after the release; students who downloaded the first
+    release are not flagged, one who edited a test still is."""
+    root = tmp_path / "course"
+    shutil.copytree(tiny_release[0], root)
+    assert len(_history(root).releases) == 1  # the first release recorded
+    first = notebooks.read(root / "assignments" / "a3" / "1_sums.ipynb")
+    path = root / "solutions" / "a3" / "1_sums.ipynb"
+    nb = notebooks.read(path)
+    test_add = next(c for c in nb.cells if notebooks.grade_id(c) == "test_add")
+    old_doc = test_add.source.split("\n")[0]
+    test_add.source = test_add.source.replace(old_doc, '"""add adds two integers (reworded)."""')
+    notebooks.write(nb, path)
+    # The release again: the notebook runs are test_release's other tests' business.
+    monkeypatch.setattr(release, "run_checks", lambda *args, **kwargs: [])
+    course = config.load(root)
+    release.release(course, jobs=1, log=lambda *a: None)
+    release.release(course, jobs=1, log=lambda *a: None)  # nothing new: nothing recorded
+    history = _history(root)
+    assert len(history.releases) == 2
+    cells = [r["notebooks"]["1_sums"] for r in history.releases]
+    assert cells[0]["test_add"]["source"] != cells[1]["test_add"]["source"]
+    assert cells[0]["test_mul"] == cells[1]["test_mul"]
+
+    gdir = nbgrader_dir.real(course)
+    released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in ("1_sums", "2_words")}
+    specs = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in released}
+
+    def hand_in(student: str, nb) -> intake.NotebookIntake:
+        folder = gdir.student_dir(gdir.submitted, student)
+        folder.mkdir(parents=True)
+        notebooks.write(nb, folder / "1_sums.ipynb")
+        seen, staged = intake.read_student(gdir, student, released, specs, scan=False)
+        graded = next(c for c in staged["1_sums"].cells if notebooks.grade_id(c) == "test_add")
+        assert graded.source == specs["1_sums"].tests["test_add"].graded_source  # today's test
+        return seen.notebooks["1_sums"]
+
+    earlier = hand_in("s-earlier", first)
+    assert "tampered" not in earlier.flags, earlier.notes
+    assert any("test_add" in n and "earlier release" in n for n in earlier.notes), earlier.notes
+    assert "tampered" not in hand_in("s-today", released["1_sums"]).flags
+    edited = copy.deepcopy(first)
+    for cell in edited.cells:
+        if notebooks.grade_id(cell) == "test_mul":
+            cell.source += "\nassert True  # a student's edit"
+    flagged = hand_in("s-edited", edited)
+    assert "tampered" in flagged.flags and "edited locked cell test_mul" in flagged.notes
+
+
+def test_the_committed_history_records_the_committed_release():
+    """`make release` appends the release to autograder/judges/a3.history.json: commit both."""
+    history = _history(ROOT)
+    assert history.releases, "no release recorded in autograder/judges/a3.history.json"
+    committed = {p.stem: notebooks.read(p) for p in (ROOT / "assignments" / "a3").glob("*.ipynb")}
+    record = json.loads(json.dumps(intake.release_record(committed)))
+    assert history.releases[-1]["notebooks"] == record, (
+        "assignments/a3 is not the last release recorded in autograder/judges/a3.history.json"
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -212,11 +212,28 @@ def test_make_grade_writes_the_report_and_canvas_csv(graded_class):
     assert {p.name for p in folder.glob("report*")} == {"report.html", *classreport.IMAGES}
     text = (folder / "report.html").read_text()
     assert "test_mul" in text and "2 &times; mul(2, 3) should be 6" in text
-    with open(folder / "canvas.csv", newline="") as fh:
+    # written answers wait for a grader: no canvas.csv, a provisional file and a warning
+    assert not (folder / "canvas.csv").exists()
+    assert "canvas-PROVISIONAL.csv is PROVISIONAL" in out
+    with open(folder / "canvas-PROVISIONAL.csv", newline="") as fh:
         table = list(csv.reader(fh))
     assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "a3"]
     assert table[1][-1] == "5"
     assert ["Full, Ann", "7", "", "full", "A", "4"] in table  # 4 of 5: written answer ungraded
+
+
+def test_canvas_csv_only_when_every_grade_is_complete(tmp_path):
+    def row(student, flags):
+        return report.Row(student, "nb", autograded=1, autograded_max=1, manual_max=1, flags=flags)
+
+    stale = tmp_path / "canvas.csv"
+    stale.write_text("old, complete-looking grades\n")
+    first = report.write_canvas_file([row("a", ["needs-manual"]), row("b", [])], tmp_path, "a3")
+    assert first.name == "canvas-PROVISIONAL.csv" and not stale.exists()
+    assert report.waiting_students([row("a", ["needs-manual"]), row("b", [])]) == ["a"]
+    done = report.write_canvas_file([row("a", []), row("b", [])], tmp_path, "a3")
+    assert done.name == "canvas.csv" and done.exists()
+    assert not (tmp_path / "canvas-PROVISIONAL.csv").exists()
 
 
 def test_report_opens_in_chromium_images_render_no_console_error(graded_class, tmp_path):
@@ -247,3 +264,23 @@ def test_report_opens_in_chromium_images_render_no_console_error(graded_class, t
     assert all(width > 0 for _, width in images), images
     assert not errors, errors
     assert control_images == [["missing.png", 0]] and control_errors, control_errors
+
+
+def test_autograded_and_waiting_written_points_apart():
+    rows = crafted_rows()  # ann has every test; all three 1_gru written answers wait
+    stats = classreport.gather(rows)
+    gru = stats["1_gru"]
+    assert (gru.auto_max, gru.auto, gru.waiting, gru.written) == (1.0, [1.0, 0.4, 0.0], 3, [])
+    page = classreport.page(stats, rows, [], "a test class")
+    assert "Provisional:</b> 3 graded notebook(s)" in page
+    apart = page.split("autograded tests and written answers apart")[1]
+    # 1_gru: 3 graded, tests max 1, mean 0.47, 33% full marks, written max 1, none graded, 3 wait
+    assert ("<td>1_gru</td><td class='num'>3</td><td class='num'>1</td><td class='num'>0.47"
+            "</td><td class='num'>33%</td><td class='num'>1</td><td class='num'>-</td>"
+            "<td class='num'>3</td>") in apart  # fmt: skip
+    for row in rows:  # the grader scored every written answer: nothing provisional
+        if row.notebook == "1_gru":
+            row.flags, row.manual = [], 0.5
+    graded = classreport.gather(rows)
+    assert graded["1_gru"].waiting == 0 and graded["1_gru"].written == [0.5] * 3
+    assert "Provisional" not in classreport.page(graded, rows, [], "a test class")

@@ -1,10 +1,13 @@
 """The advisory scan (``autograder/tamper.py``): it notes, for the instructor, code that reaches
 the kernel or the grading machinery, and never changes what is graded. One case per everyday
 notebook habit (no finding) and one per rule (a finding); the intake stages the student's own
-cells exactly as written, and the notes name a cell, a line and a rule, never the code."""
+cells exactly as written, and the notes name a cell, a line and a rule, never the code.
+The intake's tamper verdict: a cell as an earlier release of the term had it (the release
+history) is not tampering, an edit no release had still is."""
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import time
@@ -18,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import intake, judge, report, tamper  # noqa: E402
+from autograder import intake, judge, release, report, tamper  # noqa: E402
 from autograder.nbgrader_dir import GradingDir  # noqa: E402
+from autograder.shards import ShardDir  # noqa: E402
 
 SETUP = """\
 import torch
@@ -487,6 +491,80 @@ def test_a_cell_marked_locked_without_a_grade_id_is_still_scanned():
     assert "nbgrader" not in nb.cells[3].metadata
     assert any("without a grade id" in n for n in notes), notes
     assert [f.cell for f in tamper.scan(nb)] == [3]
+
+
+def _earlier_release() -> tuple[nbformat.NotebookNode, nbformat.NotebookNode, intake.Earlier]:
+    """(the release students downloaded, the release today, the notebook's release history):
+    since the first release, t0's docstring was reworded, a test t_new was added and t1 worth
+    2 points instead of 1."""
+    first = make_nb("x = None", "y = None")
+    today = make_nb("x = None", "y = None")
+    today.cells[3].source = today.cells[3].source.replace("keeps", "leaves")
+    today.cells[5].metadata.nbgrader["points"] = 2
+    added = _meta("t_new", grade=True, locked=True, points=1)
+    today.cells.insert(
+        4, new_code_cell('"""A test added after the first release."""', metadata=added)
+    )
+    history = intake.History(
+        tuple({"notebooks": intake.release_record({"nb": nb})} for nb in (first, today))
+    )
+    return first, today, history.of("nb")
+
+
+def test_cells_of_an_earlier_release_are_not_tampering():
+    first, today, earlier = _earlier_release()
+    nb = copy.deepcopy(first)
+    problems, notes = intake.check_and_restore(nb, today, earlier)
+    assert problems == [], problems
+    assert notes == ["cells t0, t1, t_new are as an earlier release had them: the current "
+                     "release's were graded"]  # fmt: skip
+    ids = [intake.notebooks.grade_id(c) for c in nb.cells]
+    assert ids == [None, "setup", "answer0", "t0", "t_new", "answer1", "t1"]  # t_new put back
+    assert nb.cells[6].metadata.nbgrader["points"] == 2  # t1's metadata: today's
+    # without the history, the same notebook is tampered with
+    problems, _ = intake.check_and_restore(copy.deepcopy(first), today)
+    assert sorted(problems) == ["changed the nbgrader metadata of cell t1", "deleted cell t_new",
+                                "edited locked cell t0"]  # fmt: skip
+
+
+def test_an_edit_matching_no_release_is_still_tampering():
+    first, today, earlier = _earlier_release()
+    for edit in ("source", "points", "delete"):
+        nb = copy.deepcopy(first)
+        if edit == "source":  # a test edited in a way no release had it
+            nb.cells[3].source += "\nassert True"
+        elif edit == "points":
+            nb.cells[3].metadata.nbgrader["points"] = 5
+        else:  # the setup cell, which every release had, deleted
+            del nb.cells[1]
+        problems, _ = intake.check_and_restore(nb, today, earlier)
+        expected = {
+            "source": "edited locked cell t0",
+            "points": "changed the nbgrader metadata of cell t0",
+            "delete": "deleted cell setup",
+        }[edit]
+        assert expected in problems, (edit, problems)
+
+
+def test_the_intake_reads_the_release_history_of_the_class(tmp_path):
+    first, today, _ = _earlier_release()
+    gdir = _hand_in(tmp_path, first)
+    spec = {"nb": judge.spec_of(today, "nb")}
+    seen, _ = intake.read_student(gdir, "s1", {"nb": today}, spec, scan=False)
+    assert "tampered" in seen.notebooks["nb"].flags  # no history yet
+    entries = [{"date": d, "notebooks": intake.release_record({"nb": nb})}
+               for d, nb in (("first", first), ("today", today))]  # fmt: skip
+    path = intake.history_path(gdir)
+    assert path == tmp_path / "judges" / "a3.history.json"
+    shard = ShardDir(tmp_path / "out" / "shards" / "0-of-2", "a3", inbox=gdir.submitted)
+    assert intake.history_path(shard) == path  # a shard reads the class's history
+    path.parent.mkdir(parents=True)
+    path.write_text(release.history_json(entries))
+    seen, _ = intake.read_student(gdir, "s1", {"nb": today}, spec, scan=False)
+    assert seen.notebooks["nb"].flags == [], seen.notebooks["nb"].notes
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="not a release history"):
+        intake.read_student(gdir, "s1", {"nb": today}, spec, scan=False)
 
 
 def test_student_cells():

@@ -1,6 +1,6 @@
 """What a computation costs as its input grows: time, memory, and the exponent of a power law.
 
-:func:`seconds` times a callable (the median of a few runs after a warm-up), :func:`saved_bytes`
+:func:`seconds` times a callable (the best of a few runs after a warm-up), :func:`saved_bytes`
 measures the memory a training step holds for it: the bytes of the tensors autograd saves in
 the forward pass for the backward pass (each storage counted once), which is what grows with
 the length of the input in a transformer and what runs out first. :func:`measure` does both for
@@ -25,8 +25,9 @@ import matplotlib.pyplot as plt
 import torch
 
 
-def seconds(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> float:
-    """The median wall time of ``fn()`` over ``repeats`` runs, after ``warmup`` untimed runs."""
+def seconds(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
+    """The shortest wall time of ``fn()`` in ``repeats`` runs, after ``warmup`` untimed runs
+    (the shortest: what other programs on the machine add to a run only ever lengthens it)."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     for _ in range(warmup):
@@ -36,7 +37,7 @@ def seconds(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> float:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
 def saved_bytes(fn: Callable[[], Any]) -> int:
@@ -58,7 +59,7 @@ def saved_bytes(fn: Callable[[], Any]) -> int:
 def measure(
     methods: Mapping[str, Callable[[int], Callable[[], Any]]],
     lengths: Sequence[int],
-    repeats: int = 3,
+    repeats: int = 5,
 ) -> dict[str, Any]:
     """The time and memory of each method at each input length.
 

@@ -18,6 +18,8 @@ Modules, by domain:
 - :mod:`course_lib.bert`       loading a pretrained BERT offline, tokenising, classifier training
 - :mod:`course_lib.models`     given (not student-written) encoders, decoders and attention
 - :mod:`course_lib.subwords`   corpora and helpers for the byte-pair encoding of Part 5
+- :mod:`course_lib.longtext`   long inputs: chains of verbal arithmetic in segments (Part 6b)
+- :mod:`course_lib.cost`       time and memory against input length, log-log fits (Part 6b)
 - :mod:`course_lib.remote`     the kernel's dispatcher that answers the graded tests
 - :mod:`course_lib.wire`       plain data between the grader and the kernel
 - :mod:`course_lib.judging`    the checks that decide a graded test, outside that kernel

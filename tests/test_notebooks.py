@@ -28,7 +28,7 @@ from course_lib import results  # noqa: E402
 
 NAMES = [
     "1_gru", "2_additive_attention", "3_transformer", "4_bert", "5a_decoding",
-    "5b_copying_subwords",
+    "5b_copying_subwords", "6b_segment_attention",
 ]  # fmt: skip
 COURSE = config.load(ROOT)
 

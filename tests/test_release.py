@@ -25,6 +25,7 @@ EXPECTED_NOTEBOOKS = [
     "4_bert.ipynb",
     "5a_decoding.ipynb",
     "5b_copying_subwords.ipynb",
+    "6a_cove.ipynb",
 ]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))

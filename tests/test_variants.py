@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 
 from autograder import judge, notebooks, variants  # noqa: E402
 
-SETS = ["gru", "attention", "transformer", "bert", "decoding", "copying", "segments"]
+SETS = ["gru", "attention", "transformer", "bert", "decoding", "copying", "cove", "segments"]
 
 
 def _set(module: str):

@@ -21,7 +21,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     shards        grading one shard of the class (cluster array jobs) and merging the shards
     gradescope    the Gradescope autograder zip, and grading one submission in its container
     gradebook     reading scores from the gradebook, writing the judge's verdicts into it
-    report        grades.csv, canvas.csv (LMS, provisional while answers wait), the summary table and histogram, index pages
+    report        grades.csv, canvas.csv (LMS), the summary table and histogram, index pages
     feedback      the students' feedback pages: tests explained, never shown; written answers
     classreport   the class report: score distributions, pass rates, failures, flags, seconds
     collect       importing an LMS download zip, per student and per member

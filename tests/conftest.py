@@ -11,6 +11,11 @@ import torch
 from torch import nn
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# nbgrader imports setuptools, whose distutils shim asserts that nothing imported the standard
+# library's distutils before it: with several modules per pytest-xdist worker, one may have.
+# setuptools first, in every worker, so its distutils is the one every later import gets.
+import setuptools  # noqa: E402, F401, I001
+
 # Many tests grade copies of the same course: its canary (autograder/canary.py) passes or fails
 # the same for each, so they share one folder of canary results per test run
 # (test_grade.py's canary test grades its own).

@@ -41,6 +41,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from . import notebooks, report, tamper
+from .judge import normalised
 from .nbgrader_dir import GradingDir
 
 MATCH_THRESHOLD = 0.5  # share of a released notebook's cells a renamed file must contain
@@ -83,10 +84,6 @@ class StudentIntake:
     def from_dict(cls, data: dict) -> StudentIntake:
         nbs = {k: NotebookIntake(**v) for k, v in data["notebooks"].items()}
         return cls(data["student"], nbs, data.get("fingerprint", ""), data.get("notes", []))
-
-
-def _normalise(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().split("\n"))
 
 
 def parse(data: bytes) -> tuple[NotebookNode | None, str]:
@@ -160,11 +157,11 @@ def similarity(nb: NotebookNode, released: NotebookNode) -> float:
     ids = {notebooks.grade_id(c) for c in released.cells} - {None}
     have_ids = {notebooks.grade_id(c) for c in nb.cells}
     texts = {
-        _normalise(c.source)
+        normalised(c.source)
         for c in released.cells
         if (notebooks.is_locked(c) or c.cell_type == "markdown") and not notebooks.is_solution(c)
     } - {""}
-    have_texts = {_normalise(c.source) for c in nb.cells}
+    have_texts = {normalised(c.source) for c in nb.cells}
     by_id = len(ids & have_ids) / len(ids) if ids else 0.0
     by_text = len(texts & have_texts) / len(texts) if texts else 0.0
     return max(by_id, by_text)
@@ -201,7 +198,7 @@ def cell_record(cell: NotebookNode) -> dict:
     and, for a test or locked code cell, the SHA-256 of its source (lines right-stripped)."""
     record = {"type": cell.cell_type, "nbgrader": {k: notebooks.meta(cell).get(k) for k in KEYS}}
     if notebooks.is_protected(cell):
-        record["source"] = hashlib.sha256(_normalise(cell.source).encode()).hexdigest()
+        record["source"] = hashlib.sha256(normalised(cell.source).encode()).hexdigest()
     return record
 
 
@@ -362,12 +359,12 @@ class _Twins:
         self.by_source: dict[tuple[str, str], NotebookNode] = {}
         for c in nb.cells:
             if id(c) in self.bare:
-                self.by_source.setdefault((c.cell_type, _normalise(c.source)), c)
+                self.by_source.setdefault((c.cell_type, normalised(c.source)), c)
         self.position = {id(c): i for i, c in enumerate(released.cells)}
 
     def find(self, cell: NotebookNode) -> NotebookNode | None:
         if notebooks.is_protected(cell):
-            return self.by_source.get((cell.cell_type, _normalise(cell.source)))
+            return self.by_source.get((cell.cell_type, normalised(cell.source)))
         i = self.position[id(cell)]
         if i == 0 or i + 1 >= len(self.released.cells):
             return None
@@ -419,7 +416,7 @@ def install_graded_forms(nb: NotebookNode, released: NotebookNode, spec) -> None
 
 
 def _same(cell: NotebookNode, other: NotebookNode) -> bool:
-    return cell.cell_type == other.cell_type and _normalise(cell.source) == _normalise(other.source)
+    return cell.cell_type == other.cell_type and normalised(cell.source) == normalised(other.source)
 
 
 def _insert_after(nb: NotebookNode, grade_id: str | None, cell: NotebookNode) -> None:

@@ -18,20 +18,16 @@ the output ends with one line, ``audit: PASS (...)`` or ``audit: FAIL (...)``.
 
     python -m autograder audit [--cell GRADE_ID] [--jobs N] [--fresh] [--no-confirm]
 
-The runner (the 15-minute target on 2 cores). Starting a kernel and running a notebook's setup
-(torch, BERT's tokenizer) costs seconds, grading one mutant's tests a fraction of one. So each
-job runs one kernel for a batch of mutants of one answer cell: it runs the cells above the
-answer once, snapshots the kernel's namespace and random states, and then for each mutant
-restores that snapshot (names bound since removed, the rest rebound) and runs the mutated
-answer and every later graded, locked and answer cell up to the last test (what the grader
-runs), and the checks ask that kernel for the mutant's objects. A mutant that kills the
-kernel or runs past ``[audit] cell_timeout`` is scored as the grader would score it (0 for the
-tests that did not finish) and the kernel is restarted. The trade-off: state the snapshot does
-not cover (a module changed in place, a class attribute) could leak from one mutant to the
-next. Two guards: the solution runs first and last in every kernel and must keep full marks,
-and every survivor is graded again in a fresh kernel (``variants.grade_variants``, the exact
-pipeline) before it is reported (``--no-confirm`` skips that; ``--fresh`` grades every mutant
-that way: exact, ten times slower).
+The runner (the 15-minute target on 2 cores): each job is one kernel for a batch of mutants
+of one answer cell (``sharedkernel.py``): the cells above the answer run once, and each mutant
+is graded from a snapshot of that kernel, then the judge asks the kernel for its objects. A
+mutant that kills the kernel or runs past ``[audit] cell_timeout`` is scored as the grader
+would score it (0 for the tests that did not finish) and the kernel is restarted. State the
+snapshot does not cover could leak from one mutant to the next; two guards: the solution runs
+first and last in every kernel and must keep full marks, and every survivor is graded again in
+a fresh kernel (``variants.grade_variants``, the exact pipeline) before it is reported
+(``--no-confirm`` skips that; ``--fresh`` grades every mutant that way: exact, ten times
+slower).
 
 Output: the table on stdout, ``autograder/out/audit.md`` (the table and every survivor's diff)
 and ``audit.json`` (every mutant and the tests it lost points at).
@@ -39,13 +35,8 @@ and ``audit.json`` (every mutant and the tests it lost points at).
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
 import math
-import subprocess
-import sys
-import tempfile
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
@@ -54,51 +45,13 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import judge, mutants, notebooks, variants
+from . import judge, mutants, notebooks, sharedkernel, variants
 from .config import Course
 
 BATCH = 30  # mutants per kernel at most
 ACCEPTED_FILE = "audit-accepted.toml"  # in autograder/: mutants accepted as harmless
 ACCEPTED_KEYS = ("notebook", "cell", "mutant", "reason")
-SAVE = """def __a3_audit_install():
-    import random
-    import sys
-    import types
-
-    state = types.ModuleType("__a3_audit__")
-
-    def rng():
-        found = {"random": random.getstate()}
-        if "numpy" in sys.modules:
-            found["numpy"] = sys.modules["numpy"].random.get_state()
-        if "torch" in sys.modules:
-            found["torch"] = sys.modules["torch"].random.get_rng_state()
-        return found
-
-    def save(ns):
-        state.ns, state.rng = dict(ns), rng()
-
-    def restore(ns):
-        ns.clear()
-        ns.update(state.ns)
-        random.setstate(state.rng["random"])
-        if "numpy" in state.rng:
-            sys.modules["numpy"].random.set_state(state.rng["numpy"])
-        if "torch" in state.rng:
-            sys.modules["torch"].random.set_rng_state(state.rng["torch"])
-
-    state.save, state.restore = save, restore
-    sys.modules["__a3_audit__"] = state
-
-
-__a3_audit_install()
-del __a3_audit_install
-__import__("__a3_audit__").save(globals())
-"""
-RESTORE = '__import__("__a3_audit__").restore(globals())\n'
-
-
-# --- grading mutants in a shared kernel (the child process) -----------------------------------
+# --- grading mutants in a shared kernel (sharedkernel.py) --------------------------------------
 
 
 def _base_notebook(solution: NotebookNode, spec: judge.Spec) -> NotebookNode:
@@ -106,105 +59,16 @@ def _base_notebook(solution: NotebookNode, spec: judge.Spec) -> NotebookNode:
     return variants.student_notebook(solution, spec, variants.Variant("solution"), True)
 
 
-class SharedKernel:
-    """One kernel that grades many versions of one answer cell (see the module docstring)."""
-
-    def __init__(self, job: dict, scratch: Path, sockets: Path):
-        from nbclient import NotebookClient
-
-        from .execute import TIMEOUT_ERROR, kernel_config
-
-        self.spec = judge.Spec.from_json(job["spec"])
-        self.nb = notebooks.nbformat.from_dict(job["notebook"])
-        ids = [notebooks.grade_id(c) for c in self.nb.cells]
-        self.answer = ids.index(job["cell"])
-        self.last = max(i for i, c in enumerate(self.nb.cells) if notebooks.is_test(c))
-        self.nb.cells += [
-            notebooks.nbformat.v4.new_code_cell(SAVE),
-            notebooks.nbformat.v4.new_code_cell(RESTORE),
-        ]
-        self.save_at, self.restore_at = len(self.nb.cells) - 2, len(self.nb.cells) - 1
-        self.checks = judge.collect_checks(self.spec)
-        self.client = NotebookClient(
-            self.nb,
-            timeout=job["timeout"],
-            kernel_name="python3",
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            error_on_timeout=TIMEOUT_ERROR,
-            resources={"metadata": {"path": str(scratch)}},
-            config=kernel_config(sockets),
-        )
-        self.stack = contextlib.ExitStack()
-
-    def start(self) -> None:
-        """A fresh kernel that ran every cell above the answer, its state saved."""
-        self.stack.close()
-        self.stack = contextlib.ExitStack()
-        self.stack.enter_context(self.client.setup_kernel())
-        for i in [*range(self.answer), self.save_at]:
-            self.client.execute_cell(self.nb.cells[i], i)
-
-    def close(self) -> None:
-        self.stack.close()
-
-    def grade(self, source: str) -> dict:
-        """Grade the answer cell with ``source``: per test, its score and the checks lost."""
-        from nbclient.exceptions import DeadKernelError
-
-        from course_lib import judging
-
-        self.nb.cells[self.answer].source = source
-        for cell in self.nb.cells[self.answer : self.last + 1]:
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-        error = ""
-        try:
-            self.client.execute_cell(self.nb.cells[self.restore_at], self.restore_at)
-            for i in range(self.answer, self.last + 1):
-                self.client.execute_cell(self.nb.cells[i], i)
-        except DeadKernelError:
-            error = "the kernel died"
-        except Exception as err:  # a kernel that stops answering: grade what ran, restart
-            error = f"{type(err).__name__}: {err}"[:300]
-        verdicts = self._judge()
-        scores, lost = {}, {}
-        for gid, test in self.spec.tests.items():
-            results = [judging.Result(**c) for c in verdicts.get(gid, {}).get("checks", [])]
-            scores[gid] = round(min(sum(r.score for r in results), test.points), 6)
-            lost[gid] = [r.description for r in results if not r.passed]
-        if error:
-            self.start()
-        return {"scores": scores, "lost": lost, "error": error}
-
-    def _judge(self) -> dict:
-        """The verdicts on what ran, the tests asking this kernel (as grading does)."""
-        try:
-            info = self.client.km.get_connection_info()
-            verdicts, _ = judge.judge_live(
-                self.spec, self.nb, info, checks=self.checks, request_seconds=self.client.timeout
-            )
-        except Exception:  # noqa: BLE001 - the kernel is gone: every check is lost
-            verdicts = judge.verdicts_to_json(judge.judge_notebook(self.spec, self.nb))
-        return verdicts
-
-
-def run_job(job: dict) -> dict:
-    """Grade the solution, then every mutant of ``job``, then the solution again, in one
-    kernel; return ``{"baseline": [first, last], "results": [...]}``."""
-    with (
-        tempfile.TemporaryDirectory(prefix="a3-audit-") as scratch,
-        tempfile.TemporaryDirectory(prefix="a3-kernel-") as sockets,
-    ):
-        kernel = SharedKernel(job, Path(scratch), Path(sockets))
-        try:
-            kernel.start()
-            first = kernel.grade(job["original"])
-            results = [{"id": m["id"], **kernel.grade(m["source"])} for m in job["mutants"]]
-            last = kernel.grade(job["original"])
-        finally:
-            kernel.close()
-    return {"baseline": [first, last], "results": results}
+def _scored(spec: judge.Spec, graded: dict) -> dict:
+    """A shared-kernel result (``{"verdicts", "error"}``) as the audit keeps it: per test, its
+    score and the checks lost."""
+    verdicts = judge.verdicts_from_json(graded["verdicts"])
+    scores, lost = {}, {}
+    for gid, test in spec.tests.items():
+        verdict = verdicts.get(gid, judge.TestVerdict(gid, test.points))
+        scores[gid] = min(verdict.score, test.points)
+        lost[gid] = [c["description"] for c in verdict.lost()]
+    return {"scores": scores, "lost": lost, "error": graded["error"]}
 
 
 # --- mutants accepted as harmless -------------------------------------------------------------
@@ -424,27 +288,6 @@ def _batches(items: list, workers: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _run_child(job: dict, wall: float) -> dict:
-    """``run_job(job)`` in a child process (``python -m autograder.audit JOB RESULT``)."""
-    from .nbgrader_dir import child_env
-
-    with tempfile.TemporaryDirectory(prefix="a3-audit-job-") as tmp:
-        job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
-        job_file.write_text(json.dumps(job))
-        cmd = [sys.executable, "-m", "autograder.audit", str(job_file), str(result_file)]
-        try:
-            proc = subprocess.run(
-                cmd, env=child_env(1), capture_output=True, text=True, timeout=wall
-            )
-        except subprocess.TimeoutExpired:
-            return {"failed": f"the audit job did not finish in {wall:.0f} s"}
-        if proc.returncode != 0 or not result_file.exists():
-            return {
-                "failed": f"the audit job failed (exit {proc.returncode}): {proc.stderr[-1500:]}"
-            }
-        return json.loads(result_file.read_text())
-
-
 def _select(
     course: Course, cell: str | None
 ) -> list[tuple[NotebookNode, judge.Spec, mutants.Answer]]:
@@ -491,18 +334,13 @@ def audit(
         if fresh or not found:
             continue
         base = _base_notebook(solution, spec)
+        at = next(i for i, c in enumerate(base.cells) if notebooks.grade_id(c) == answer.cell)
         for batch in _batches(entry.outcomes, workers):
-            job = {
-                "spec": spec.to_json(),
-                "notebook": base,
-                "cell": answer.cell,
-                "original": notebooks.without_markers(answer.source),
-                "mutants": [
-                    {"id": o.mutant.id, "source": notebooks.without_markers(o.mutant.source)}
-                    for o in batch
-                ],
-                "timeout": timeout,
-            }
+            versions = [
+                {"id": o.mutant.id, "sources": {at: notebooks.without_markers(o.mutant.source)}}
+                for o in batch
+            ]
+            job = sharedkernel.job(spec, base, versions, timeout)
             work.append((entry, job))
     log(
         f"audit: {sum(len(a.outcomes) for a in audits)} mutants of {len(audits)} answer "
@@ -511,25 +349,28 @@ def audit(
 
     def one(item: tuple[AnswerAudit, dict]) -> None:
         entry, job = item
-        wall = 120 + len(job["mutants"]) * 10 * timeout
-        result = _run_child(job, wall)
+        wall = 120 + len(job["versions"]) * 10 * timeout
+        spec = judge.Spec.from_json(job["spec"])
+        result = sharedkernel.run_in_child(job, wall)
         by_id = {o.mutant.id: o for o in entry.outcomes}
         if "failed" in result:
             entry.problems.append(
                 f"{entry.answer.notebook} {entry.answer.cell}: {result['failed']}"
             )
-            for m in job["mutants"]:
+            for m in job["versions"]:
                 by_id[m["id"]].ungraded = result["failed"][:200]
             return
-        for moment, base in zip(("before", "after"), result["baseline"], strict=True):
+        for moment, graded in zip(("before", "after"), result["baseline"], strict=True):
+            base = _scored(spec, graded)
             short = [t for t, s in base["scores"].items() if s < entry.points[t] - 1e-9]
             if short or base["error"]:
                 entry.problems.append(
                     f"{entry.answer.notebook} {entry.answer.cell}: the solution lost points "
                     f"at {', '.join(short) or base['error']} {moment} the mutants (shared kernel)"
                 )
-        for item_result in result["results"]:
-            outcome = by_id[item_result["id"]]
+        for graded in result["results"]:
+            item_result = _scored(spec, graded)
+            outcome = by_id[graded["id"]]
             outcome.scores, outcome.lost = item_result["scores"], item_result["lost"]
             outcome.error = item_result["error"]
 
@@ -715,17 +556,3 @@ def write(report: AuditReport, out: Path) -> None:
     """``out/audit.md`` and ``out/audit.json``."""
     notebooks.write_bytes(out / "audit.md", markdown(report).encode())
     notebooks.write_bytes(out / "audit.json", json.dumps(to_json(report), indent=1).encode())
-
-
-def main() -> None:
-    """The child process of one job: ``python -m autograder.audit JOB.json RESULT.json``."""
-    parser = argparse.ArgumentParser(description="grade one batch of mutants (audit.py)")
-    parser.add_argument("job", type=Path)
-    parser.add_argument("result", type=Path)
-    args = parser.parse_args()
-    result = run_job(json.loads(args.job.read_text()))
-    notebooks.write_bytes(args.result, json.dumps(result).encode())
-
-
-if __name__ == "__main__":
-    main()

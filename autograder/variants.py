@@ -14,6 +14,13 @@ Cells run exactly as grading runs them: the cells tagged ``skip_in_grading`` are
 when no later cell reads what they bind (``judge.Spec.skipped_cells``, in ``execute.py``), so
 the variant sets also prove that leaving them out changes no verdict. ``skip_plain=True``
 leaves out every plain code cell as well (quicker, for experiments only).
+
+:func:`grade_variants_shared` grades a whole set in one kernel (``sharedkernel.py``: the cells
+above the first changed answer run once, each variant from a snapshot), about ten times
+quicker, and grades again in a fresh kernel, as above, every variant whose result would be a
+surprise (a correct one short of full marks, a wrong one at full marks, a run that failed) and
+every one when the solution itself loses points in the shared kernel: what it reports as a
+failure is always the exact pipeline's result.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import judge, notebooks
+from . import judge, notebooks, sharedkernel
 from .execute import execute_in_child, read_verdicts
 
 
@@ -117,6 +124,52 @@ def grade_variants(
 
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             return list(pool.map(run, runs))
+
+
+def surprising(score: VariantScore, maximum: float) -> bool:
+    """A correct variant short of full marks, a wrong one at full marks, or no result."""
+    if score.error:
+        return True
+    full = score.score >= maximum - 1e-9
+    return not full if score.variant.correct else full or not score.lost()
+
+
+def grade_variants_shared(
+    solution: NotebookNode, name: str, variants: list[Variant], timeout: int = 300
+) -> list[VariantScore]:
+    """Grade every variant of ``solution`` in one kernel (``sharedkernel.py``), then grade
+    again in fresh kernels (:func:`grade_variants`) the :func:`surprising` ones, those whose
+    grading runs other cells above the first changed answer, and every one if the solution
+    itself lost points in the shared kernel; return their scores in order."""
+    spec = judge.spec_of(solution, name)
+    maximum = sum(t.points for t in spec.tests.values())
+    base = student_notebook(solution, spec, Variant("solution"))
+    versions = []
+    for i, variant in enumerate(variants):
+        changed = student_notebook(solution, spec, variant)
+        sources = {
+            j: c.source
+            for j, (c, b) in enumerate(zip(changed.cells, base.cells, strict=True))
+            if c.source != b.source
+        }
+        versions.append({"id": str(i), "sources": sources})
+    job = sharedkernel.job(spec, base, versions, timeout)
+    result = sharedkernel.run_in_child(job, wall=300 + 10 * timeout * (len(variants) + 2))
+    if "failed" in result:
+        return grade_variants(solution, name, variants, jobs=1, timeout=timeout)
+    baseline = [judge.verdicts_from_json(b["verdicts"]) for b in result["baseline"]]
+    clean = all(
+        not b["error"] and sum(v.score for v in found.values()) >= maximum - 1e-9
+        for b, found in zip(result["baseline"], baseline, strict=True)
+    )
+    scores = []
+    for variant, version, graded in zip(variants, job["versions"], result["results"], strict=True):
+        score = VariantScore(variant, judge.verdicts_from_json(graded["verdicts"]), graded["error"])
+        exact = not clean or not sharedkernel.same_prefix(job, version)
+        scores.append((score, exact or surprising(score, maximum)))
+    again = [s.variant for s, redo in scores if redo]
+    fresh = iter(grade_variants(solution, name, again, jobs=1, timeout=timeout) if again else [])
+    return [next(fresh) if redo else s for s, redo in scores]
 
 
 def table(scores: list[VariantScore], maximum: float) -> str:

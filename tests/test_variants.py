@@ -1,7 +1,9 @@
 """Test the tests: every known-wrong implementation loses points, and loses them where it is
 wrong; every other correct implementation keeps full marks. Each variant of a solution is
 graded as the grader grades a student who handed it in (``autograder/variants.py``: graded
-forms, a fresh kernel in quick mode, the judge), probes only.
+forms, the cells grading runs, quick mode, the judge asking the kernel). A set is graded in one
+kernel (``variants.grade_variants_shared``); any variant that would fail a test here is graded
+again in a fresh kernel of its own, so a failure is always the exact pipeline's verdict.
 
 The variants of each notebook are in ``tests/variant_sets/``; run with ``-s`` to see, per
 notebook, the table of points and behaviours lost per variant.
@@ -38,7 +40,7 @@ def graded(request):
     solution = notebooks.read(ROOT / "solutions" / "a3" / f"{module.NOTEBOOK}.ipynb")
     spec = judge.spec_of(solution, module.NOTEBOOK)
     maximum = sum(t.points for t in spec.tests.values())
-    scores = variants.grade_variants(
+    scores = variants.grade_variants_shared(
         solution, module.NOTEBOOK, [variants.Variant("solution", correct=True), *module.VARIANTS]
     )
     print(f"\n{module.NOTEBOOK}:\n{variants.table(scores, maximum)}")

@@ -29,6 +29,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from nbformat import NotebookNode
@@ -164,7 +165,7 @@ class SharedKernel:
             cell.source = sources.get(str(i), sources.get(i, self.base[i]))
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-        error, skip = "", set(skipped)
+        error, skip, began = "", set(skipped), time.perf_counter()
         try:
             if not save:
                 self._runner(RESTORE.format(at=start))
@@ -179,10 +180,12 @@ class SharedKernel:
             error = "the kernel died"
         except Exception as err:  # a kernel that stops answering: grade what ran, restart
             error = f"{type(err).__name__}: {err}"[:300]
+        ran = time.perf_counter()
         verdicts = self._judge()
+        seconds = {"run": round(ran - began, 2), "judge": round(time.perf_counter() - ran, 2)}
         if error and not save:
             self.start()
-        return {"verdicts": verdicts, "error": error}
+        return {"verdicts": verdicts, "error": error, "seconds": seconds}
 
     def _judge(self) -> dict:
         """The verdicts on what ran, the tests asking this kernel (as grading does)."""

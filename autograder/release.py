@@ -308,14 +308,23 @@ def _error(cell: NotebookNode) -> str | None:
 def check_solution_run(
     name: str, nb: NotebookNode, verdicts: dict[str, judge.TestVerdict]
 ) -> list[str]:
-    """Problems of an executed solution notebook: any error (visible checks included), any
-    check of the judge short of its points."""
+    """Problems of an executed solution notebook: any error (visible checks included), a
+    graded cell writing to stderr (nbgrader's Validate button fails a notebook for that: a
+    warning would tell a student with a right answer that it failed), any check of the judge
+    short of its points."""
     problems = []
     for i, cell in enumerate(nb.cells):
         error = _error(cell)
+        where = notebooks.grade_id(cell) or f"cell {i}"
         if error:
-            problems.append(f"{name} (solution) {notebooks.grade_id(cell) or f'cell {i}'}: "
-                            f"raised {error}")  # fmt: skip
+            problems.append(f"{name} (solution) {where}: raised {error}")
+        elif notebooks.meta(cell).get("grade") and any(
+            o.output_type == "stream" and o.get("name") == "stderr" for o in cell.get("outputs", [])
+        ):
+            problems.append(
+                f"{name} (solution) {where}: writes to stderr (a warning?), so nbgrader's "
+                "Validate fails it"
+            )
     for gid, verdict in verdicts.items():
         for item in verdict.lost():
             problems.append(

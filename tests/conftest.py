@@ -73,10 +73,14 @@ def tiny_model():
     return Seq2Seq(TinyEncoder(), TinyAttentionDecoder())
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """With ``pytest -n N --dist loadgroup`` (``make test``), the tests of one module run in one
     worker, so its module-scoped fixtures (a graded class, a release) are built once; a test
-    that names its own group (``tests/test_variants.py``: one per variant set) keeps it."""
+    that names its own group (``tests/test_variants.py``: one per variant set) keeps it.
+    ``tryfirst``: pytest-xdist's worker turns the groups into node ids in a hook of its own,
+    registered after this file, so called before it otherwise (and every test was a group of
+    its own, its module's fixtures built once in each worker)."""
     for item in items:
         if not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -4,7 +4,8 @@ class: the same scores and flags as ``make grade``, and a ``results.json`` that 
 against the schema written from Gradescope's documentation (tests/gradescope/).
 
 ``setup.sh`` cannot run here (it installs with apt-get and pip from the internet, as root):
-its steps are checked against ``make setup``'s, and ``bash -n`` checks both scripts.
+its steps are checked against ``make setup``'s, and ``bash -n`` checks both scripts. The
+repository's own course on Gradescope: ``tests/test_grade.py`` (one student of its graded class).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import nbformat
 import pytest
 from test_grade import ENV, ROOT, _sources, autograder, grades, make_course
 
-from autograder import config, demo, gradescope, judge, nbgrader_dir, release, report, tamper
+from autograder import config, gradescope, judge, nbgrader_dir, release, report, tamper
 
 SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
 ZIP_LIMIT = 3_000_000  # bytes: the tiny course's zip (the real one: about 1 MB)
@@ -326,47 +327,3 @@ def test_an_empty_submission_scores_zero(course_zip, tmp_path):
     assert result["score"] == 0 and len(result["tests"]) == 4
     assert "1_sums: missing" in result["output"]
     assert "sandbox:" in out  # what isolation there is: in the log, for instructors
-
-
-# --- the real course: one student ------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_real_course_student_on_gradescope_equals_make_grade(tmp_path):
-    """One student of the repository's own course (the partial one: points lost and kept),
-    graded by make grade and by run_autograder: the same points, test by test."""
-    root = make_course(tmp_path / "course", source=ROOT)
-    autograder(root, "gradescope", timeout=600)
-    course = config.load(root)
-    gdir = nbgrader_dir.real(course)
-    nbgrader_dir.generate_assignment(course, gdir)
-    demo.build(course, gdir)  # the demo class as real submissions: keep one student
-    for other in gdir.submitted.iterdir():
-        if other.name != "s3-partial":
-            shutil.rmtree(other)
-    start = time.perf_counter()
-    autograder(root, "grade", "--jobs", "1", timeout=1800)
-    grade_seconds = time.perf_counter() - start
-    rows = {n: r for (s, n), r in grades(root).items() if s == "s3-partial"}
-    files = handed_in_real(gdir, "s3-partial")
-    zip_path = course.out_dir / gradescope.ZIP_NAME
-    result, seconds, _ = emulate(zip_path, files, tmp_path / "ag")
-    assert result["score"] == pytest.approx(sum(float(r["autograded"]) for r in rows.values()))
-    assert 0 < result["score"]
-    by_test = {name_parts(t): t for t in result["tests"]}
-    for nb, row in rows.items():
-        for item in row["cells"].split():
-            gid, points = item.split("=")
-            score, most = (float(x) for x in points.split("/"))
-            test = by_test[(nb, gid)]
-            expected = 0.0 if "manual-grading" in test["tags"] else score
-            assert (test["score"], test["max_score"]) == (pytest.approx(expected), most)
-    assert not list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(result))
-    size = zip_path.stat().st_size
-    print(f"\nreal course: make grade {grade_seconds:.0f} s, run_autograder {seconds:.0f} s "
-          f"for one student; zip {size / 1e6:.2f} MB")  # fmt: skip
-
-
-def handed_in_real(gdir, student: str) -> dict[str, bytes]:
-    folder = gdir.student_dir(gdir.submitted, student)
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}

@@ -366,6 +366,22 @@ def test_blank_run_allows_only_stub_errors_after_the_first_solution():
     ]
 
 
+def test_solution_run_refuses_stderr_in_graded_cells_only():
+    """nbgrader's Validate fails a graded cell that writes to stderr (a warning), so the release
+    does too (tests/test_setup_cells.py runs the real Validate on one notebook)."""
+
+    def warning(name):
+        return [new_output("stream", name=name, text="UserWarning: careful\n")]
+
+    test = {"grade_id": "t", "grade": True, "locked": True, "points": 1, "solution": False}
+    graded = new_code_cell("f(1)", metadata={"nbgrader": test}, outputs=warning("stderr"))
+    given = new_code_cell("g()", outputs=warning("stderr"))
+    printed = new_code_cell("f(2)", metadata={"nbgrader": test}, outputs=warning("stdout"))
+    assert release.check_solution_run("n", _nb(given, graded, printed), {}) == [
+        "n (solution) t: writes to stderr (a warning?), so nbgrader's Validate fails it"
+    ]
+
+
 def test_student_copy_must_hold_notebooks_only(tmp_path):
     (tmp_path / "a3").mkdir()
     (tmp_path / "a3" / "1_x.ipynb").write_text("{}")

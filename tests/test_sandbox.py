@@ -4,18 +4,17 @@ A small course of two notebooks: ``1_attention`` (torch; five tests of one point
 ask the student's kernel from the grader: the shape, the values for inputs of two sizes, a
 softmax over the keys, a single key) and ``2_secret`` (its solution and judge carry marker
 strings). Every attacker hands in notebook 1 with a wrong but well-shaped answer (zeros: worth
-exactly the shape test, 1 point, what the control student ``control-zeros`` gets with no
-attack) plus one attack, and notebook 2 blank. An honest student, the victim, hands in both
-solved, with a marker in an answer. The tests assert, per attack: notebook 1 scores no more
-than the control, the expected flags, no marker, no secret of the grader's environment and no
-host path in the attacker's outputs, and that the attack really ran; and for the class: the
-victim's grades, submission, the instructor sources and the gradebook are intact. Every attack
-runs as handed in: the advisory scan (``tamper.py``) only notes what reaches the machinery (the
-flag ``review``, for the instructor), so the judge alone must give them nothing. The attacks
-that forge a score inside the kernel are graded a second time with the scan off (``[grade]
-tamper_scan = false``): the same outcome, and no ``review``. See the README's "Grading safely"
-for what enforces each line of ``ATTACKS``.
-"""
+exactly the shape test, 1 point, what the control student ``control-zeros`` gets with no attack)
+plus one attack, and no notebook 2 (the control hands it in blank). An honest student, the
+victim, hands in both solved, with a marker in an answer. The tests assert, per attack: notebook
+1 scores no more than the control, the expected flags, no marker, no secret of the grader's
+environment and no host path in the attacker's outputs, and that the attack really ran; and for
+the class: the victim's grades, submission, the instructor sources and the gradebook are intact.
+Every attack runs as handed in: the advisory scan (``tamper.py``) only notes what reaches the
+machinery (the flag ``review``, for the instructor), so the judge alone must give them nothing.
+The attacks that forge a score inside the kernel are graded a second time with the scan off
+(``[grade] tamper_scan = false``): the same outcome, and no ``review``. See the README's
+"Grading safely" for what enforces each line of ``ATTACKS``."""
 
 from __future__ import annotations
 
@@ -645,9 +644,8 @@ def attacked(tmp_path_factory):
     _hand_in(gdir, "control-zeros", {"1_attention.ipynb": nbformat.writes(_zeros(src)).encode(),
                                      "2_secret.ipynb": blank2})  # fmt: skip
     cache = _cache_file(tmp_path_factory.mktemp("cache"))
-    for name in ATTACKS:
-        files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode(),
-                 "2_secret.ipynb": blank2}  # fmt: skip
+    for name in ATTACKS:  # notebook 2 not handed in: the attacks run in notebook 1's kernel
+        files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode()}
         if name == "cached-outputs":
             files["expected.pt"] = cache
         _hand_in(gdir, f"a-{name}", files)
@@ -666,10 +664,8 @@ def forged(tmp_path_factory):
     """The score forgers graded with the tamper scan off: their attacks run in the kernel."""
     toml = TOML.replace("jobs = 2", "jobs = 2\ntamper_scan = false")
     root, src, gdir = _course(tmp_path_factory.mktemp("forged"), toml=toml)
-    blank2 = nbformat.writes(src.released["2_secret"]).encode()
     for name in FORGERS:
-        files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode(),
-                 "2_secret.ipynb": blank2}  # fmt: skip
+        files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode()}
         _hand_in(gdir, f"a-{name}", files)
     autograder(root, "grade", "--jobs", "2", timeout=1800)
     return root, gdir

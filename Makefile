@@ -61,7 +61,7 @@ browser-tools:
 # module stay in one worker, so a module's graded class or release is built once.
 TEST_JOBS ?= auto
 test: lint
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

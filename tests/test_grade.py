@@ -457,16 +457,20 @@ def expected_real(
     }[student]
 
 
-FIRST_ONLY = {"s4-raises", "s5-loop", "s6-tampered", "s7-deleted", "s8-renamed", "s9-invalid-json"}
+FIRST_ONLY = {  # these hand in their first notebook only (real_demo)
+    "s1-full", "s4-raises", "s5-loop", "s6-tampered", "s7-deleted", "s8-renamed",
+    "s9-invalid-json", "s10-no-extra",
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def real_demo(tmp_path_factory):
     """The demo class of ``autograder/demo.py`` on the repository's own notebooks, handed in
-    as a real class and graded by one ``make grade``. The students whose case is in their
-    first notebook (:data:`FIRST_ONLY`) hand in only that one here (their other notebooks
-    are the solution's, which s1-full hands in already): the tiny course's demo class grades
-    the demo as the README's ``make grade`` shows it."""
+    as a real class and graded by one ``make grade``. Only s2-blank and s3-partial hand in
+    every notebook; the others (:data:`FIRST_ONLY`) their first one only, since the rest of
+    theirs are the solution's, which the canary grades as a student first (full marks, or
+    grading stops), and s10-no-extra's case is what it leaves out. The tiny course's demo
+    class grades the demo as the README's ``make grade`` shows it."""
     sources = sorted(p.name for p in (ROOT / "solutions" / "a3").glob("*.ipynb"))
     assert sources == EXPECTED_NOTEBOOKS, f"solutions/a3 holds {sources}"
     root = make_course(tmp_path_factory.mktemp("real-demo"), source=ROOT)
@@ -474,10 +478,10 @@ def real_demo(tmp_path_factory):
     gdir = nbgrader_dir.real(course)
     nbgrader_dir.generate_assignment(course, gdir)
     demo.build(course, gdir)
-    first = f"{course.notebooks()[0]}.ipynb"
+    later = {f"{n}.ipynb" for n in course.notebooks()[1:]}  # s8-renamed's first is renamed
     for student in FIRST_ONLY:
         for path in gdir.student_dir(gdir.submitted, student).iterdir():
-            if path.name != first:
+            if path.name in later:
                 path.unlink()
     start = time.perf_counter()
     proc = autograder(root, "grade", "--jobs", "2", timeout=3600)

@@ -30,10 +30,7 @@ def _set(module: str):
     return importlib.import_module(f"variant_sets.{module}")
 
 
-@pytest.fixture(
-    scope="module",
-    params=[pytest.param(name, marks=pytest.mark.xdist_group(f"variants-{name}")) for name in SETS],
-)
+@pytest.fixture(scope="module", params=SETS)
 def graded(request):
     """Every variant of one notebook, and the solution itself, graded."""
     module = _set(request.param)

@@ -58,8 +58,9 @@ browser-tools:
 	@chromium --version 2>/dev/null || echo "chromium: not installed"
 
 # The suite runs on every core (pytest-xdist; TEST_JOBS=1 for one process): the tests of one
-# module stay in one worker, so a module's graded class or release is built once.
-TEST_JOBS ?= auto
+# module stay in one worker, so a module's graded class or release is built once. One worker
+# more than the cores: many tests wait on kernels and time limits, not on a core.
+TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: lint
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 

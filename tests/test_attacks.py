@@ -182,7 +182,7 @@ def graded(tmp_path_factory):
         folder = gdir.submitted / student / "a3"
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / "1_attention.ipynb")
-    cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade", "--jobs", "2"]
+    cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade", "--jobs", "4"]
     proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)
     rows = grades(root)
     print("\n| student | points (of 5) | flags |\n|---|---|---|")  # pytest -s: the table

@@ -13,7 +13,8 @@ the class: the victim's grades, submission, the instructor sources and the grade
 Every attack runs as handed in: the advisory scan (``tamper.py``) only notes what reaches the
 machinery (the flag ``review``, for the instructor), so the judge alone must give them nothing.
 The attacks that forge a score inside the kernel are graded a second time with the scan off
-(``[grade] tamper_scan = false``): the same outcome, and no ``review``. See the README's
+(``[grade] tamper_scan = false``, ``tests/test_sandbox_forged.py``): the same outcome, and no
+``review``. See the README's
 "Grading safely" for what enforces each line of ``ATTACKS``."""
 
 from __future__ import annotations
@@ -655,20 +656,8 @@ def attacked(tmp_path_factory):
         "victim": _digest(gdir.submitted / "victim"),
     }
     env = {**ENV, "GRADER_API_TOKEN": SECRET}
-    proc = autograder(root, "grade", "--jobs", "2", timeout=1800, env=env)
+    proc = autograder(root, "grade", "--jobs", "4", timeout=1800, env=env)
     return root, gdir, before, proc.stdout
-
-
-@pytest.fixture(scope="module")
-def forged(tmp_path_factory):
-    """The score forgers graded with the tamper scan off: their attacks run in the kernel."""
-    toml = TOML.replace("jobs = 2", "jobs = 2\ntamper_scan = false")
-    root, src, gdir = _course(tmp_path_factory.mktemp("forged"), toml=toml)
-    for name in FORGERS:
-        files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode()}
-        _hand_in(gdir, f"a-{name}", files)
-    autograder(root, "grade", "--jobs", "2", timeout=1800)
-    return root, gdir
 
 
 def _outputs(gdir: Path, student: str, name: str) -> str:
@@ -711,19 +700,6 @@ def test_attack_gains_nothing(attacked, name):
         assert str(gdir.root.parent) not in text, f"{name}: a host path of the course is shown"
         assert "a3-sbx-" not in text, f"{name}: the grader's runtime folder is shown"
         assert "<script>document.title" not in text, f"{name}: a script reached a page"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", FORGERS)
-def test_forged_scores_gain_nothing_without_the_scan(forged, name):
-    """The attack runs in the kernel (no scan) and still gets no more than the control."""
-    root, gdir = forged
-    row = grades(root)[(f"a-{name}", "1_attention")]
-    assert float(row["autograded"]) <= HONEST_WORTH, (name, row)
-    assert "review" not in row["flags"], row  # the scan was off: nothing noted
-    outputs = _outputs(gdir, f"a-{name}", "1_attention")
-    broke = {"failed", "timeout"} & set(row["flags"].split(";"))  # it took the kernel down
-    assert RAN in outputs or "blanked" in outputs or broke, f"{name}: the attack did not run"
 
 
 @pytest.mark.slow

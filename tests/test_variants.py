@@ -23,7 +23,9 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 
 from autograder import judge, notebooks, variants  # noqa: E402
 
-SETS = ["gru", "attention", "transformer", "bert", "decoding", "copying", "cove", "segments"]
+SETS = sorted(
+    p.stem for p in (ROOT / "tests" / "variant_sets").glob("*.py") if p.stem != "__init__"
+)
 
 
 def _set(module: str):
@@ -61,3 +63,10 @@ def test_every_mutant_loses_points_but_not_all(graded):
             assert not s.error, f"{name} {s.variant.name}: {s.error}"
             assert s.score < maximum - 1e-9, f"{name}: {s.variant.name} keeps full marks"
             assert s.lost(), (name, s.variant.name)
+
+
+def test_every_notebook_of_the_course_has_its_variant_set():
+    from autograder import config
+
+    sets = sorted(_set(name).NOTEBOOK for name in SETS)
+    assert sets == sorted(config.load(ROOT).notebooks())

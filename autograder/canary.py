@@ -189,10 +189,7 @@ def given_cell_errors(cdir: GradingDir, name: str) -> list[str]:
         return [f"{name}: its graded notebook cannot be read"]
     found = []
     for i, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                where = notebooks.grade_id(cell) or f"cell {i}"
-                found.append(f"{name} {where} raised {out.get('ename')}: "
-                             f"{str(out.get('evalue'))[:200]}")  # fmt: skip
-                break
+        error = notebooks.cell_error(cell)
+        if error:
+            found.append(f"{name} {notebooks.grade_id(cell) or f'cell {i}'} raised {error}")
     return found

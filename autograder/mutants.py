@@ -678,8 +678,3 @@ def answers(nb: NotebookNode, name: str) -> list[Answer]:
         elif notebooks.is_test(cell) and current is not None:
             current["tests"].append(notebooks.grade_id(cell))
     return [Answer(name, a["cell"], a["source"], tuple(a["tests"])) for a in found if a["tests"]]
-
-
-def mutants_of_notebook(nb: NotebookNode, name: str) -> dict[str, list[Mutant]]:
-    """The mutants of every answer cell that tests follow, by the cell's grade id."""
-    return {a.cell: mutants_of_cell(a.source, name, a.cell) for a in answers(nb, name)}

@@ -91,6 +91,15 @@ def points(cell: NotebookNode) -> float:
     return float(meta(cell).get("points", 0) or 0)
 
 
+def cell_error(cell: NotebookNode, width: int = 300) -> str | None:
+    """``ename: evalue`` of the first error a cell's outputs hold (at most ``width``
+    characters), or None: how the release and the canary name what a cell raised."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            return f"{output.get('ename')}: {output.get('evalue')}"[:width]
+    return None
+
+
 def cells_by_id(nb: NotebookNode) -> dict[str, NotebookNode]:
     """The nbgrader cells of ``nb`` by grade id (the first one when an id repeats)."""
     found: dict[str, NotebookNode] = {}

@@ -298,13 +298,6 @@ def check_stamped(course: Course, released: dict[str, NotebookNode]) -> list[str
     return problems
 
 
-def _error(cell: NotebookNode) -> str | None:
-    for output in cell.get("outputs", []):
-        if output.output_type == "error":
-            return f"{output.ename}: {output.evalue}"[:300]
-    return None
-
-
 def check_solution_run(
     name: str, nb: NotebookNode, verdicts: dict[str, judge.TestVerdict]
 ) -> list[str]:
@@ -314,7 +307,7 @@ def check_solution_run(
     short of its points."""
     problems = []
     for i, cell in enumerate(nb.cells):
-        error = _error(cell)
+        error = notebooks.cell_error(cell)
         where = notebooks.grade_id(cell) or f"cell {i}"
         if error:
             problems.append(f"{name} (solution) {where}: raised {error}")
@@ -343,7 +336,7 @@ def check_blank_run(
     seen_solution = False
     for i, cell in enumerate(nb.cells):
         gid = notebooks.grade_id(cell) or f"cell {i}"
-        error = _error(cell)
+        error = notebooks.cell_error(cell)
         if not notebooks.is_test(cell) and error:
             if not seen_solution or error.split(":")[0] not in STUB_ERRORS:
                 problems.append(f"{name} (blank) {gid}: given code raised {error}")

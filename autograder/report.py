@@ -149,11 +149,6 @@ def write_csv(rows: list[Row], path: Path) -> None:
     notebooks.write_bytes(path, buf.getvalue().encode())
 
 
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def by_student(rows: list[Row]) -> dict[str, list[Row]]:
     students: dict[str, list[Row]] = {}
     for row in rows:
@@ -326,7 +321,6 @@ def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) 
 # --- the LMS export ---------------------------------------------------------------------------
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-ROSTER_COLUMNS = ("student_id", "name", "canvas_id", "sis_user_id", "section")
 
 
 @dataclass(frozen=True)

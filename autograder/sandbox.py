@@ -569,8 +569,10 @@ class Sandbox:
         cfg.GradeExecute.max_output_chars = self.limits.output_kb * 1024
         # A fresh kernel for every notebook; its connection file in this worker's own folder.
         os.environ["JUPYTER_RUNTIME_DIR"] = str(self.rundir)
-        if self.mode in (BWRAP, OWN_USER):
-            cfg.KernelManager.transport = "ipc"
+        # Unix sockets in every mode: TCP ports are picked free, then bound by the kernel, and
+        # a kernel starting meanwhile in another worker can take one (the kernel then dies
+        # before it replies: a "failed" notebook for a student who did nothing wrong).
+        cfg.KernelManager.transport = "ipc"
         SandboxKernelManager.sandbox = self
 
     def wrap(self, cmd: list[str], connection_file: str) -> list[str]:
@@ -629,6 +631,9 @@ class SandboxKernelManager(AsyncKernelManager):
             elif self.sandbox.mode == OWN_USER:
                 self.transport = "ipc"
                 self.ip = str(self.sandbox.home / ".kernel")
+            else:  # unisolated: in the worker's own folder (see Sandbox.configure)
+                self.transport = "ipc"
+                self.ip = str(self.sandbox.rundir / "kernel")
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)

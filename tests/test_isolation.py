@@ -171,6 +171,26 @@ def test_a_sandbox_that_may_not_run_starts_no_kernel(monkeypatch):
     assert sandbox.refusal(Limits(allow_unisolated=True), ["1_sums"]) is None
 
 
+def test_unisolated_kernels_use_sockets_in_the_workers_own_folder():
+    """Not TCP: a port picked free can be taken by another worker's kernel before this one
+    binds it, and the kernel dies before it replies (a "failed" notebook)."""
+    from traitlets.config import Config
+
+    box = sandbox.Sandbox(Limits(allow_unisolated=True), sandbox.Status(False, False, "x", "y"))
+    try:
+        assert box.mode == sandbox.UNISOLATED
+        cfg = Config()
+        box.configure(cfg)
+        assert cfg.KernelManager.transport == "ipc"
+        manager = sandbox.SandboxKernelManager()
+        assert manager.transport == "ipc"
+        assert Path(manager.ip).parent == box.rundir
+        assert Path(manager.connection_file).parent == box.rundir
+    finally:
+        sandbox.SandboxKernelManager.sandbox = None
+        box.cleanup()
+
+
 # ---------------------------------------------------------------------------------------------
 # What a uid of its own can reach once the grader's folders are protected.
 

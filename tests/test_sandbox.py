@@ -784,8 +784,9 @@ def test_grading_without_isolation_says_so(tmp_path):
     assert rows[("victim", "1_attention")]["flags"] == "ok"
     assert rows[("victim", "2_secret")]["flags"] == "ok"
     assert float(rows[("victim", "1_attention")]["autograded"]) == 5
-    assert rows[("a-patch-allclose", "1_attention")]["flags"] == "review"
-    assert float(rows[("a-patch-allclose", "1_attention")]["autograded"]) <= HONEST_WORTH
+    attacker = rows[("a-patch-allclose", "1_attention")]
+    assert attacker["flags"] == "review", attacker["notes"]
+    assert float(attacker["autograded"]) <= HONEST_WORTH
 
 
 def test_kernel_command_isolates_and_limits(tmp_path, monkeypatch):

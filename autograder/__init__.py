@@ -14,7 +14,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     tamper        the static scan of student code (a second line: the judge decides)
     sandbox       the isolated, limited kernel that runs a student's notebook
     sanitise      student markup made inert before feedback and the formgrader show it
-    worker        grading one student's notebooks in one child process, then the judge
+    worker        grading one student's notebooks in one child process, then the judge; starting it
     grading       the grading run: intake, the canary, parallel workers, gradebook, state
     canary        the solutions graded as a student first: a broken set-up stops grading
     ownrun        the student's own outputs where grading leaves a cell out

@@ -51,23 +51,21 @@ def _public(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _grade(course: config.Course, args: argparse.Namespace) -> int:
-    from .grading import grade
-    from .shards import Shard, ShardError
+    from . import grading, shards
 
     try:
-        shard = Shard.parse(args.shard) if args.shard else None
-    except ShardError as err:
+        shard = shards.Shard.parse(args.shard) if args.shard else None
+    except shards.ShardError as err:
         print(err, file=sys.stderr)
         return 2
-    result = grade(
-        course,
-        jobs=args.jobs,
-        cell_timeout=args.cell_timeout,
-        demo_class=True if args.demo else None,
-        regrade=args.regrade,
-        students=args.student or None,
-        shard=shard,
-    )
+    how = {
+        "jobs": args.jobs,
+        "cell_timeout": args.cell_timeout,
+        "demo_class": True if args.demo else None,
+        "regrade": args.regrade,
+        "students": args.student or None,
+    }
+    result = shards.grade(course, shard, **how) if shard else grading.grade(course, **how)
     if result.canary:
         print("the canary failed: nobody was graded (see above)")
         return 1

@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import demo, intake, judge, nbgrader_dir, notebooks
+from . import demo, intake, judge, nbgrader_dir, notebooks, worker
 from .config import Course
 from .gradebook import read_scores
 from .nbgrader_dir import GradingDir
@@ -109,8 +109,6 @@ def key(gdir: GradingDir, cell_timeout: int, limits_json: str) -> str:
 
 def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log=print) -> Verdict:
     """Grade the canary for the class in ``gdir`` (unless it passed before with the same key)."""
-    from . import grading
-
     cdir = folder(course, gdir)
     names = course.notebooks()
     sandbox = course.sandbox
@@ -138,7 +136,7 @@ def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log
     seen, staged = intake.read_student(cdir, STUDENT, released, judges, scan=False)
     intake.stage(cdir, seen, staged)
     log(f"  canary: grading the solutions as a student first ({len(names)} notebooks)")
-    result, killed, _, seconds = grading.run_worker(
+    result, killed, _, seconds = worker.run(
         cdir, STUDENT, cell_timeout, course.grade.student_timeout, threads, sandbox
     )
     problems = problems_of(cdir, names, result, killed)

@@ -129,10 +129,6 @@ def _bar(share: float) -> str:
     return f"<span class='bar' style='width:{width:.2f}em'></span>"
 
 
-def _num(x: float) -> str:
-    return f"{round(x, 2):g}"
-
-
 def assignment_totals(rows: list[report.Row]) -> tuple[list[float], float, list[float], float]:
     """Each student's regular total and the regular maximum; extra credit and its maximum."""
     students = report.by_student(rows)
@@ -234,10 +230,10 @@ def _score_table(stats: dict[str, NotebookStats], rows: list[report.Row]) -> str
         full = sum(v >= maximum - 1e-9 for v in values)
         lines.append(
             f"<tr><td>{label}</td><td class='num'>{len(values)}</td>"
-            f"<td class='num'>{_num(maximum)}</td>"
-            f"<td class='num'>{_num(statistics.mean(values))}</td>"
-            f"<td class='num'>{_num(statistics.median(values))}</td>"
-            f"<td class='num'>{_num(min(values))}</td>"
+            f"<td class='num'>{report.points(maximum, 2)}</td>"
+            f"<td class='num'>{report.points(statistics.mean(values), 2)}</td>"
+            f"<td class='num'>{report.points(statistics.median(values), 2)}</td>"
+            f"<td class='num'>{report.points(min(values), 2)}</td>"
             f"<td class='num'>{_pct(full, len(values))}</td></tr>"
         )
     return "".join(lines) + "</table>"
@@ -258,10 +254,12 @@ def _apart_table(stats: dict[str, NotebookStats]) -> str:
         full = sum(v >= nb.auto_max - 1e-9 for v in nb.auto)
         lines.append(
             f"<tr><td>{esc(nb.name)}</td><td class='num'>{n}</td>"
-            f"<td class='num'>{_num(nb.auto_max)}</td>"
-            f"<td class='num'>{_num(statistics.mean(nb.auto)) if n else '-'}</td>"
-            f"<td class='num'>{_pct(full, n)}</td><td class='num'>{_num(written_max)}</td>"
-            f"<td class='num'>{_num(statistics.mean(nb.written)) if nb.written else '-'}</td>"
+            f"<td class='num'>{report.points(nb.auto_max, 2)}</td>"
+            f"<td class='num'>{report.points(statistics.mean(nb.auto), 2) if n else '-'}</td>"
+            f"<td class='num'>{_pct(full, n)}</td>"
+            f"<td class='num'>{report.points(written_max, 2)}</td>"
+            f"<td class='num'>"
+            f"{report.points(statistics.mean(nb.written), 2) if nb.written else '-'}</td>"
             f"<td class='num'>{nb.waiting}</td></tr>"
         )
     return "".join(lines) + "</table>"
@@ -334,9 +332,9 @@ def _tests_section(nb: NotebookStats) -> str:
         )
         lines.append(
             f"<tr><td><b><code>{esc(test.grade_id)}</code></b></td>"
-            f"<td class='num'>{_num(test.points)}</td>"
+            f"<td class='num'>{report.points(test.points, 2)}</td>"
             f"<td class='nowrap'>{_bar(rate)} {_pct(test.full, test.runs)} of {test.runs}</td>"
-            f"<td class='num'>{_num(test.score / test.runs if test.runs else 0.0)}</td>"
+            f"<td class='num'>{report.points(test.score / test.runs if test.runs else 0.0, 2)}</td>"
             f"<td>{errors}</td></tr>"
         )
         for check in test.checks.values():
@@ -350,7 +348,7 @@ def _tests_section(nb: NotebookStats) -> str:
                 messages += f"<div class='muted'>and {more} other message(s)</div>"
             lines.append(
                 f"<tr><td style='padding-left:1.5em'>{esc(check.description)}</td>"
-                f"<td class='num'>{_num(check.points)}</td>"
+                f"<td class='num'>{report.points(check.points, 2)}</td>"
                 f"<td class='nowrap'>{_bar(share)} {_pct(check.passed, check.runs)}</td><td></td>"
                 f"<td>{messages}</td></tr>"
             )

@@ -14,7 +14,7 @@ matches it to its notebook by content and flags it ``renamed``.
 
 Uploads are hostile, so (the zip is read with :mod:`zipfile`, member by member):
 
-- only the LMS names a student: ``student_id`` must be a usable id (``grading.STUDENT_ID``)
+- only the LMS names a student: ``student_id`` must be a usable id (``nbgrader_dir.STUDENT_ID``)
   and ``file_id`` a plain file name (no folder, not hidden, at most 200 bytes) ending in
   ``.ipynb`` or ``.zip``. A member path that is absolute or holds ``..`` is refused;
 - an uploaded ``.zip`` is opened into its uploader's folder only: its ``.ipynb`` members go
@@ -71,7 +71,7 @@ from typing import IO
 
 from . import nbgrader_dir
 from .config import Course
-from .grading import STUDENT_ID
+from .nbgrader_dir import STUDENT_ID
 
 MB = 1024 * 1024
 CHUNK = MB  # bytes decompressed at a time

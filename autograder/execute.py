@@ -26,9 +26,9 @@ from . import judge, notebooks
 from .nbgrader_dir import child_env
 
 TIMEOUT_ERROR = {
-    "ename": "CellTimeoutError",
+    "ename": notebooks.TIMEOUT_ENAME,
     "evalue": "",
-    "traceback": ["CellTimeoutError: the cell ran past its time limit"],
+    "traceback": [f"{notebooks.TIMEOUT_ENAME}: the cell ran past its time limit"],
 }
 
 

@@ -20,7 +20,8 @@ import time
 from nbformat import NotebookNode
 from traitlets import Integer, Unicode
 
-from . import ownrun
+from . import notebooks, ownrun
+from .limits import Limits
 from .sandbox import SandboxKernelManager
 
 
@@ -28,6 +29,23 @@ def _execute_class():
     from nbgrader.preprocessors import Execute
 
     return Execute
+
+
+def configure(cfg, limits: Limits) -> None:
+    """Make nbgrader's Autograde (``cfg``: its Config) run notebooks with
+    :class:`GradeExecute` under ``limits``, then make their outputs inert
+    (``sanitise.SanitiseOutputs``). Its kernels: ``Sandbox.configure``."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    from .sanitise import SanitiseOutputs
+
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    cfg.Autograde.autograde_preprocessors = [
+        GradeExecute if step is Execute else step for step in steps
+    ] + [SanitiseOutputs]
+    cfg.GradeExecute.notebook_timeout = limits.notebook_seconds
+    cfg.GradeExecute.max_output_chars = limits.output_kb * 1024
 
 
 class GradeExecute(_execute_class()):
@@ -128,10 +146,10 @@ class GradeExecute(_execute_class()):
             cell.outputs = [
                 NotebookNode(
                     output_type="error",
-                    ename="CellTimeoutError",
+                    ename=notebooks.TIMEOUT_ENAME,
                     evalue="",
                     traceback=[
-                        f"CellTimeoutError: not run, the notebook's time limit "
+                        f"{notebooks.TIMEOUT_ENAME}: not run, the notebook's time limit "
                         f"({self.notebook_timeout} s) was used up"
                     ],
                 )

@@ -71,7 +71,18 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from . import collect, config, grading, intake, judge, nbgrader_dir, notebooks, release, report
+from . import (
+    collect,
+    config,
+    grading,
+    intake,
+    judge,
+    nbgrader_dir,
+    notebooks,
+    release,
+    report,
+    worker,
+)
 from .config import REPO_ROOT, Course
 from .nbgrader_dir import GradingDir
 
@@ -388,11 +399,11 @@ def results(
     extra = report.extra_credit(list(mine.values()))
     score = round(sum(r.autograded for r in mine.values()), 6)
     lines = [
-        f"Autograded: {_num(sum(r.autograded for r in regular))} / "
-        f"{_num(sum(r.autograded_max for r in regular))} points"
+        f"Autograded: {report.points(sum(r.autograded for r in regular))} / "
+        f"{report.points(sum(r.autograded_max for r in regular))} points"
         + (
-            f", plus {_num(sum(r.autograded for r in extra))} / "
-            f"{_num(sum(r.autograded_max for r in extra))} extra credit (in the score)"
+            f", plus {report.points(sum(r.autograded for r in extra))} / "
+            f"{report.points(sum(r.autograded_max for r in extra))} extra credit (in the score)"
             if extra
             else ""
         )
@@ -400,7 +411,7 @@ def results(
     ]
     manual = sum(r.manual_max for r in mine.values())
     if manual:
-        points = f"{_num(manual)} point{'' if manual == 1 else 's'}"
+        points = f"{report.points(manual)} point{'' if manual == 1 else 's'}"
         lines.append(
             f"Written answers ({points}) are graded by hand in Gradescope: "
             "they are not in this score."
@@ -429,10 +440,6 @@ def results(
     }
 
 
-def _num(x: float) -> str:
-    return f"{x:g}"
-
-
 def become_subreaper() -> bool:
     """Make this process adopt every orphaned descendant (Linux ``PR_SET_CHILD_SUBREAPER``),
     so that nothing a student's code started can outlive grading unseen."""
@@ -450,7 +457,7 @@ def end_leftovers() -> int:
     import psutil
 
     procs = psutil.Process().children(recursive=True)
-    grading.kill_all(procs)
+    worker.kill_all(procs)
     return len(procs)
 
 

@@ -28,27 +28,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import canary, demo, intake, judge, nbgrader_dir, notebooks, ownrun, report
+from . import canary, demo, intake, judge, nbgrader_dir, notebooks, ownrun, report, worker
 from .config import Course, usable_cpus
 from .gradebook import Scores, read_scores, zero_notebooks
-from .limits import Limits
-from .nbgrader_dir import GradingDir
+from .nbgrader_dir import STUDENT_ID, GradingDir
 
 if TYPE_CHECKING:
     from .shards import Shard
 
 # nbgrader matches student ids as glob patterns and uses them as folder names.
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 STATE_VERSION = 2  # 2: scores from the judge (a state of version 1 is graded again)
 
 
@@ -120,88 +114,6 @@ def list_students(gdir: GradingDir) -> list[str]:
         for p in gdir.submitted.iterdir()
         if p.is_dir() and not p.name.startswith(".") and any(p.iterdir())
     )
-
-
-def worker_command(
-    gdir: GradingDir, student: str, cell_timeout: int, result: Path, limits: Limits
-) -> list[str]:
-    """The one command that grades ``student`` (its kernels sandboxed: see worker.py)."""
-    return [
-        sys.executable, "-m", "autograder.worker", str(gdir.root), gdir.assignment, student,
-        f"--cell-timeout={cell_timeout}", f"--result={result}", f"--sandbox={limits.to_json()}",
-    ]  # fmt: skip
-
-
-def kill_all(procs) -> None:
-    """Kill ``procs`` (psutil processes) and wait for them; those already gone are skipped."""
-    import psutil
-
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=10)
-
-
-def kill_tree(pid: int) -> None:
-    """Kill a process and all its descendants (nbgrader's kernels run in their own sessions,
-    so killing the process group alone would leave them running)."""
-    import psutil
-
-    try:
-        parent = psutil.Process(pid)
-        procs = parent.children(recursive=True) + [parent]
-    except psutil.NoSuchProcess:
-        return
-    kill_all(procs)
-
-
-_live: set[int] = set()  # pids of the running workers, killed with their kernels on Ctrl-C
-_live_lock = threading.Lock()
-
-
-def run_worker(
-    gdir: GradingDir,
-    student: str,
-    cell_timeout: int,
-    wall: int,
-    threads: int,
-    limits: Limits | None = None,
-) -> tuple[dict, bool, int | None, float]:
-    """Grade ``student`` in a child process; return (its result, killed, exit code, seconds).
-    Retried once if the gradebook was locked by another worker."""
-    logs = gdir.root / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    result_file, log_file = logs / f"{student}.json", logs / f"{student}.log"
-    start = time.perf_counter()
-    for attempt in range(2):
-        result_file.unlink(missing_ok=True)
-        cmd = worker_command(gdir, student, cell_timeout, result_file, limits or Limits())
-        with open(log_file, "wb") as log:
-            proc = subprocess.Popen(
-                cmd, cwd=gdir.root, env=nbgrader_dir.child_env(threads), stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-            with _live_lock:
-                _live.add(proc.pid)
-            killed = False
-            try:
-                code = proc.wait(timeout=max(1.0, wall - (time.perf_counter() - start)))
-            except subprocess.TimeoutExpired:
-                kill_tree(proc.pid)
-                code, killed = proc.wait(), True
-            finally:
-                with _live_lock:
-                    _live.discard(proc.pid)
-        try:
-            result = json.loads(result_file.read_text())
-        except (OSError, ValueError):
-            result = {"student": student, "done": False, "notebooks": {}}
-        locked = "database is locked" in log_file.read_text(errors="replace")
-        if killed or result.get("done") or not locked or attempt:
-            break
-    return result, killed, code, round(time.perf_counter() - start, 2)
 
 
 def rows_for(
@@ -276,10 +188,9 @@ class Plan:
 
     @property
     def title(self) -> str:
+        title = class_title(self.gdir)
         if self.demo:
-            title = "the DEMO class (no submissions in autograder/submitted/)"
-        else:
-            title = "submissions"
+            title += " (no submissions in autograder/submitted/)"
         return f"{title}, shard {self.shard}" if self.shard else title
 
 
@@ -291,38 +202,46 @@ def grade(
     regrade: bool = False,
     students: list[str] | None = None,
     log=print,
-    shard: Shard | None = None,
 ) -> GradeResult:
     """Grade the class (see the module docstring). ``demo_class`` None: the demo class when no
     real submission exists. ``students``: grade only these (the report still lists everyone).
-    ``shard``: grade only that shard's students, in its own course directory, with its own
-    reports (``shards.py``; ``make merge`` combines the shards)."""
-    real = nbgrader_dir.real(course)
-    use_demo = demo_class if demo_class is not None else not list_students(real)
-    default = course.grade.demo_cell_timeout if use_demo else course.grade.cell_timeout
-    gdir = nbgrader_dir.demo(course) if use_demo else real
-    if shard is not None:
-        from . import shards
-
-        course, gdir = shards.prepare(course, gdir, shard)
+    One shard of the class: ``shards.grade``."""
+    gdir = class_dir(course, demo_class)
     plan = Plan(
         gdir=gdir,
-        demo=use_demo,
-        cell_timeout=cell_timeout or default,
+        demo=gdir.demo,
+        cell_timeout=cell_timeout or default_cell_timeout(course, gdir),
         workers=course.grade.workers(jobs),
         regrade=regrade,
         students=students,
-        shard=shard,
     )
+    announce(course, plan, log)
+    with exclusive(plan.gdir):
+        return grade_plan(course, plan, log)
+
+
+def class_dir(course: Course, demo_class: bool | None = None) -> GradingDir:
+    """The course directory of the class to grade: the demo class's when ``demo_class``, or
+    when it is None and nobody handed anything in."""
+    real = nbgrader_dir.real(course)
+    use_demo = demo_class if demo_class is not None else not list_students(real)
+    return nbgrader_dir.demo(course) if use_demo else real
+
+
+def class_title(gdir: GradingDir) -> str:
+    return "the DEMO class" if gdir.demo else "submissions"
+
+
+def default_cell_timeout(course: Course, gdir: GradingDir) -> int:
+    return course.grade.demo_cell_timeout if gdir.demo else course.grade.cell_timeout
+
+
+def announce(course: Course, plan: Plan, log=print) -> None:
+    """The first lines of a grading run: what, where, how, and the sandbox."""
     log(f"grading {plan.title} in {plan.gdir.root}: {plan.workers} worker(s), "
         f"{plan.cell_timeout} s per cell")  # fmt: skip
     for line in sandbox_lines(course):
         log("  " + line)
-    with exclusive(plan.gdir):
-        result = grade_plan(course, plan, log)
-        if shard is not None and not result.canary:
-            shards.write_manifest(course, plan, result)
-        return result
 
 
 @contextlib.contextmanager
@@ -411,7 +330,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
                 result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
             else:
-                result, killed, code, seconds = run_worker(
+                result, killed, code, seconds = worker.run(
                     gdir, student, limit, course.grade.student_timeout, threads, course.sandbox
                 )
             if killed or not result.get("done"):
@@ -433,10 +352,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             except BaseException:  # Ctrl-C or a bug: stop every worker and its kernels
                 for future in futures:
                     future.cancel()
-                with _live_lock:
-                    running = list(_live)
-                for pid in running:
-                    kill_tree(pid)
+                worker.kill_running()
                 raise
     else:
         log(f"  all {len(skipped)} student(s) unchanged since last time: nothing to grade")
@@ -529,10 +445,8 @@ def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -
     """``make feedback``: the reports and every feedback page written again from the gradebook
     and the last grading run, grading nothing (after manual grading in formgrader: the written
     answers' grades and comments appear). ``demo_class`` None: as ``grade`` decides."""
-    real = nbgrader_dir.real(course)
-    use_demo = demo_class if demo_class is not None else not list_students(real)
-    gdir = nbgrader_dir.demo(course) if use_demo else real
-    limit = course.grade.demo_cell_timeout if use_demo else course.grade.cell_timeout
+    gdir = class_dir(course, demo_class)
+    limit = default_cell_timeout(course, gdir)
     with exclusive(gdir):
         names = course.notebooks()
         specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
@@ -545,6 +459,6 @@ def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -
             problem = "" if usable else "student id (folder name) not usable: ._@+- letters, digits"
             rows += rows_for(student, state.students.get(student), specs, scores, limit,
                              problem, course.grade.extra_credit)  # fmt: skip
-        title = "the DEMO class" if use_demo else "submissions"
+        title = class_title(gdir)
         write_reports(course, gdir, rows, title=f"{title} (from the gradebook)", log=log)
     return rows

@@ -354,44 +354,6 @@ def judge_live(
     return verdicts, stats
 
 
-def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
-    """Authoring problems of a solution notebook's tests: a test without checks, checks whose
-    points do not add up to the test's, a hidden region (it would run in the student's
-    kernel)."""
-    problems = []
-    try:
-        checks = collect_checks(spec)
-    except JudgeError as err:
-        return [f"{spec.name}: {err}"]
-    for gid, test in spec.tests.items():
-        mine = checks.get(gid, [])
-        total = round(sum(c.points for c in mine), 6)
-        if not mine:
-            problems.append(f"{spec.name} {gid}: no judge cell with checks follows this test")
-        elif abs(total - test.points) > 1e-6:
-            problems.append(
-                f"{spec.name} {gid}: its checks are worth {total:g} points, "
-                f"the test cell {test.points:g}"
-            )
-    for i, cell in enumerate(nb.cells):
-        if SKIP_TAG in tags(cell) and (
-            cell.cell_type != "code"
-            or notebooks.is_solution(cell)
-            or notebooks.is_grade(cell)
-            or is_instructor_only(cell)
-        ):
-            problems.append(
-                f"{spec.name} {notebooks.grade_id(cell) or f'cell {i}'}: only given code cells "
-                f"may be tagged {SKIP_TAG} (not answers, tests, judges or markdown)"
-            )
-        if notebooks.is_test(cell) and notebooks.regions(cell).hidden:
-            problems.append(
-                f"{spec.name} {notebooks.grade_id(cell)}: its hidden region would run in the "
-                "student's kernel: put what it checks in the judge cell"
-            )
-    return problems
-
-
 def verdicts_to_json(verdicts: dict[str, TestVerdict]) -> dict:
     return {gid: {**asdict(v), "score": v.score} for gid, v in verdicts.items()}
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -42,6 +43,10 @@ import os
 load_subconfig(os.path.join(os.pardir, "nbgrader_config.py"))  # noqa: F821
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # noqa: F821
 '''
+
+
+# A student's folder name in submitted/ that grading accepts (nbgrader's student id).
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,10 @@ BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
 MARKERS = (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN)
 
+# The error a cell past its time limit shows: the name of nbclient's exception, as nbgrader
+# writes it; grading's own notebook time limit and the release checks write the same.
+TIMEOUT_ENAME = "CellTimeoutError"
+
 
 def read(path: Path | str) -> NotebookNode:
     """The notebook at ``path`` (nbformat 4); raises on invalid JSON or schema."""

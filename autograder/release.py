@@ -18,7 +18,7 @@ print the Colab links. The checks after ``generate_assignment``:
 2. the repository is a real one (not a placeholder such as ``example-org/...``, unless the
    release is a draft: ``--draft``, for CI and local checks), the stamp is complete and each
    badge opens its own notebook;
-3. every test is well formed (``judge.spec_problems``): a judge cell with checks follows it,
+3. every test is well formed (``spec_problems``): a judge cell with checks follows it,
    the checks' points add up to the test's, it has no hidden region (that would run in the
    student's kernel), and the judge cells run;
 4. every solution notebook runs without an error (visible checks included) and the judge
@@ -112,7 +112,44 @@ class Release:
 
     notebooks: list[str]
     bundle: Path
-    colab_links: dict[str, str]
+
+
+def spec_problems(spec: judge.Spec, nb: NotebookNode) -> list[str]:
+    """Authoring problems of a solution notebook's tests: a test without checks, checks whose
+    points do not add up to the test's, a hidden region (it would run in the student's
+    kernel)."""
+    problems = []
+    try:
+        checks = judge.collect_checks(spec)
+    except judge.JudgeError as err:
+        return [f"{spec.name}: {err}"]
+    for gid, test in spec.tests.items():
+        mine = checks.get(gid, [])
+        total = round(sum(c.points for c in mine), 6)
+        if not mine:
+            problems.append(f"{spec.name} {gid}: no judge cell with checks follows this test")
+        elif abs(total - test.points) > 1e-6:
+            problems.append(
+                f"{spec.name} {gid}: its checks are worth {total:g} points, "
+                f"the test cell {test.points:g}"
+            )
+    for i, cell in enumerate(nb.cells):
+        if judge.SKIP_TAG in judge.tags(cell) and (
+            cell.cell_type != "code"
+            or notebooks.is_solution(cell)
+            or notebooks.is_grade(cell)
+            or judge.is_instructor_only(cell)
+        ):
+            problems.append(
+                f"{spec.name} {notebooks.grade_id(cell) or f'cell {i}'}: only given code cells "
+                f"may be tagged {judge.SKIP_TAG} (not answers, tests, judges or markdown)"
+            )
+        if notebooks.is_test(cell) and notebooks.regions(cell).hidden:
+            problems.append(
+                f"{spec.name} {notebooks.grade_id(cell)}: its hidden region would run in the "
+                "student's kernel: put what it checks in the judge cell"
+            )
+    return problems
 
 
 def _specific(lines: list[str]) -> list[str]:
@@ -590,7 +627,7 @@ def release(course: Course, jobs: int | None = None, draft: bool = False, log=pr
     problems += check_stamped(course, released)
     problems += check_student_copy(names, gdir.release)
     for name in names:
-        problems += judge.spec_problems(specs[name], solutions[name])
+        problems += spec_problems(specs[name], solutions[name])
     workers = course.grade.workers(jobs)
     log(f"running {len(names)} solution and {len(names)} blank notebooks in quick mode ...")
     problems += run_checks(course, sources, released, specs, workers, log)
@@ -607,10 +644,9 @@ def release(course: Course, jobs: int | None = None, draft: bool = False, log=pr
         raise ReleaseError(
             "the student copy holds more than the notebooks:\n  " + "\n  ".join(problems)
         )
-    links = {n: course.colab_url(n) for n in names}
     log(f"released {len(names)} notebooks to {course.assignments_dir}")
     log(f"student bundle: {bundle}")
     log("Colab links (live once the branch is pushed):")
-    for n, url in links.items():
-        log(f"  {n}: {url}")
-    return Release(names, bundle, links)
+    for n in names:
+        log(f"  {n}: {course.colab_url(n)}")
+    return Release(names, bundle)

@@ -549,24 +549,13 @@ class Sandbox:
             os.chown(self.home, self.uid, self.uid)
 
     def configure(self, cfg) -> None:
-        """Make nbgrader's Autograde run kernels through this sandbox (``cfg``: its Config).
-        A kernel of its own uid: the grader's folders (:func:`private_paths` of
-        ``cfg.CourseDirectory.root``) made unreadable to it first (:func:`protect`)."""
-        from nbgrader.converters import Autograde
-        from nbgrader.preprocessors import Execute
-
-        from .gradeexec import GradeExecute
-        from .sanitise import SanitiseOutputs
-
+        """Make the kernels of nbgrader's Config ``cfg`` start through this sandbox (what runs
+        them: ``gradeexec.configure``). A kernel of its own uid: the grader's folders
+        (:func:`private_paths` of ``cfg.CourseDirectory.root``) made unreadable to it first
+        (:func:`protect`)."""
         if self.mode == OWN_USER:
             course_dir = cfg.CourseDirectory.root
             protect(private_paths(course_dir if isinstance(course_dir, str) else os.getcwd()))
-        steps = Autograde.class_traits()["autograde_preprocessors"].default()
-        cfg.Autograde.autograde_preprocessors = [
-            GradeExecute if step is Execute else step for step in steps
-        ] + [SanitiseOutputs]
-        cfg.GradeExecute.notebook_timeout = self.limits.notebook_seconds
-        cfg.GradeExecute.max_output_chars = self.limits.output_kb * 1024
         # A fresh kernel for every notebook; its connection file in this worker's own folder.
         os.environ["JUPYTER_RUNTIME_DIR"] = str(self.rundir)
         # Unix sockets in every mode: TCP ports are picked free, then bound by the kernel, and

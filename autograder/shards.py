@@ -136,6 +136,38 @@ def prepare(course: Course, gdir: GradingDir, shard: Shard) -> tuple[Course, Sha
     return dataclasses.replace(course, output_dir=root / "out"), sdir
 
 
+def grade(
+    course: Course,
+    shard: Shard,
+    jobs: int | None = None,
+    cell_timeout: int | None = None,
+    demo_class: bool | None = None,
+    regrade: bool = False,
+    students: list[str] | None = None,
+    log=print,
+) -> grading.GradeResult:
+    """``grading.grade`` for the students of ``shard`` only, in its own course directory with
+    its own reports and manifest (``make merge`` combines the shards)."""
+    gdir = grading.class_dir(course, demo_class)
+    default = grading.default_cell_timeout(course, gdir)
+    course, sdir = prepare(course, gdir, shard)
+    plan = grading.Plan(
+        gdir=sdir,
+        demo=gdir.demo,
+        cell_timeout=cell_timeout or default,
+        workers=course.grade.workers(jobs),
+        regrade=regrade,
+        students=students,
+        shard=shard,
+    )
+    grading.announce(course, plan, log)
+    with grading.exclusive(plan.gdir):
+        result = grading.grade_plan(course, plan, log)
+        if not result.canary:
+            write_manifest(course, plan, result)
+        return result
+
+
 def write_manifest(course: Course, plan: grading.Plan, result: grading.GradeResult) -> Path:
     """``shard.json``: what the shard graded, for ``merge`` (written last, atomically)."""
     gdir, shard = plan.gdir, plan.shard
@@ -231,17 +263,15 @@ def merge(
     """Combine the finished shards into the class's course directory and write one report
     (see the module docstring). ``demo_class`` None: the demo class when no real submission
     exists, as ``grade`` decides."""
-    real = nbgrader_dir.real(course)
-    use_demo = demo_class if demo_class is not None else not grading.list_students(real)
+    gdir = grading.class_dir(course, demo_class)
+    use_demo = gdir.demo
     manifests = find_shards(course, use_demo, count)
     count = len(manifests)
-    gdir = nbgrader_dir.demo(course) if use_demo else real
     root = shards_root(course, use_demo)
     dirs = {
         i: ShardDir(root / f"{i}-of-{count}", course.assignment, demo=use_demo) for i in manifests
     }
-    log(f"merging {count} shard(s) of {'the DEMO class' if use_demo else 'submissions'} "
-        f"into {gdir.root}")  # fmt: skip
+    log(f"merging {count} shard(s) of {grading.class_title(gdir)} into {gdir.root}")
     with grading.exclusive(gdir):
         if nbgrader_dir.generate_assignment(course, gdir):
             log("  nbgrader generate_assignment: assignment (re)loaded into the gradebook")
@@ -288,10 +318,8 @@ def merge(
             )
         everyone = sorted(set(everyone) | set(unassigned))
         rows = merged_rows(course, gdir, state, everyone, manifests[0]["cell_timeout"], problems)
-        title = "the DEMO class" if use_demo else "submissions"
-        grading.write_reports(
-            course, gdir, rows, title=f"{title} (merged from {count} shards)", log=log
-        )
+        title = f"{grading.class_title(gdir)} (merged from {count} shards)"
+        grading.write_reports(course, gdir, rows, title=title, log=log)
     if unassigned:
         log(f"  not in any shard: {', '.join(unassigned)}")
     if incomplete:

@@ -119,7 +119,8 @@ class SharedKernel:
         self.size = len(self.nb.cells)  # the notebook's own cells; then the runner's
         self.base = [c.source for c in self.nb.cells]
         self.skipped = job["skipped"]
-        self.starts = sorted({v["start"] for v in job["versions"]} | {0})
+        # Snapshots before each version's first change (before cell 0 when there is none).
+        self.starts = sorted({v["start"] for v in job["versions"]}) or [0]
         self.nb.cells.append(notebooks.nbformat.v4.new_code_cell(INSTALL))
         self.nb.cells.append(notebooks.nbformat.v4.new_code_cell(""))  # save or restore
         self.checks = judge.collect_checks(self.spec)
@@ -218,7 +219,7 @@ def run_job(job: dict) -> dict:
                 {"id": v["id"], **kernel.grade(v["start"], v["sources"], v["skipped"])}
                 for v in job["versions"]
             ]
-            last = kernel.grade(min(kernel.starts[1:], default=0), {}, job["skipped"])
+            last = kernel.grade(kernel.starts[0], {}, job["skipped"])  # from every change
         finally:
             kernel.close()
     return {"baseline": [first, last], "results": results}

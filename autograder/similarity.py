@@ -57,7 +57,8 @@ from nbformat import NotebookNode
 
 from . import intake, nbgrader_dir, notebooks
 from .config import Course, SimilaritySettings
-from .grading import STUDENT_ID, list_students
+from .grading import list_students
+from .nbgrader_dir import STUDENT_ID
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "similarity.html.j2"
 HTML_NAME, CSV_NAME = "similarity.html", "similarity.csv"

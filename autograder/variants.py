@@ -134,15 +134,12 @@ def surprising(score: VariantScore, maximum: float) -> bool:
     return not full if score.variant.correct else full or not score.lost()
 
 
-def grade_variants_shared(
+def shared_job(
     solution: NotebookNode, name: str, variants: list[Variant], timeout: int = 300
-) -> list[VariantScore]:
-    """Grade every variant of ``solution`` in one kernel (``sharedkernel.py``), then grade
-    again in fresh kernels (:func:`grade_variants`) the :func:`surprising` ones, those whose
-    grading runs other cells above the first changed answer, and every one if the solution
-    itself lost points in the shared kernel; return their scores in order."""
+) -> dict:
+    """The job (``sharedkernel.job``) that grades ``variants`` of ``solution`` in one kernel:
+    the solution as a student hands it in, and each variant as the cells it changes."""
     spec = judge.spec_of(solution, name)
-    maximum = sum(t.points for t in spec.tests.values())
     base = student_notebook(solution, spec, Variant("solution"))
     versions = []
     for i, variant in enumerate(variants):
@@ -153,7 +150,19 @@ def grade_variants_shared(
             if c.source != b.source
         }
         versions.append({"id": str(i), "sources": sources})
-    job = sharedkernel.job(spec, base, versions, timeout)
+    return sharedkernel.job(spec, base, versions, timeout)
+
+
+def grade_variants_shared(
+    solution: NotebookNode, name: str, variants: list[Variant], timeout: int = 300
+) -> list[VariantScore]:
+    """Grade every variant of ``solution`` in one kernel (``sharedkernel.py``), then grade
+    again in fresh kernels (:func:`grade_variants`) the :func:`surprising` ones, those whose
+    grading runs other cells above the first changed answer, and every one if the solution
+    itself lost points in the shared kernel; return their scores in order."""
+    spec = judge.spec_of(solution, name)
+    maximum = sum(t.points for t in spec.tests.values())
+    job = shared_job(solution, name, variants, timeout)
     result = sharedkernel.run_in_child(job, wall=300 + 10 * timeout * (len(variants) + 2))
     if "failed" in result:
         return grade_variants(solution, name, variants, jobs=1, timeout=timeout)

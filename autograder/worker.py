@@ -41,8 +41,10 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -51,9 +53,8 @@ from . import judge, notebooks
 from .config import REPO_ROOT
 from .gradebook import record_verdicts, zero_notebooks
 from .limits import Limits
-from .nbgrader_dir import load_config
+from .nbgrader_dir import GradingDir, child_env, load_config
 
-TIMEOUT_ENAME = "CellTimeoutError"
 # The worker's own address space: nbgrader, the executed notebook (outputs capped at
 # [sandbox] output_kb per cell and 16 MB per notebook), torch and the checks' tensors.
 WORKER_MEMORY_MB = 6144
@@ -89,7 +90,7 @@ def inspect(path: Path, skipped: list[int] = ()) -> dict:
     for i, cell in enumerate(nb.cells):
         outputs = [] if i in skipped else cell.get("outputs", [])
         errors = [o for o in outputs if o.output_type == "error"]
-        if any(o.get("ename") == TIMEOUT_ENAME for o in errors):
+        if any(o.get("ename") == notebooks.TIMEOUT_ENAME for o in errors):
             timeouts.append(notebooks.grade_id(cell) or f"cell {i}")
         elif errors and first_error is None and notebooks.is_solution(cell):
             first_error = {
@@ -108,11 +109,13 @@ def grade_student(
     limits: Limits | None = None,
 ) -> dict:
     """Grade every staged notebook of ``student``, each kernel in the sandbox of ``limits``."""
+    from . import gradeexec
     from .sandbox import Sandbox
 
     cfg = _load_config(root, assignment, student, cell_timeout)
     sandbox = Sandbox(limits or Limits())
     sandbox.configure(cfg)
+    gradeexec.configure(cfg, sandbox.limits)
     try:
         return _grade(cfg, root, assignment, student, result_file)
     finally:
@@ -257,6 +260,100 @@ def main() -> None:
         args.result,
         args.sandbox,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The grader's side: starting a worker, waiting for it, killing it.
+
+
+def command(
+    gdir: GradingDir, student: str, cell_timeout: int, result: Path, limits: Limits
+) -> list[str]:
+    """The one command that grades ``student`` (its kernels sandboxed: see above)."""
+    return [
+        sys.executable, "-m", "autograder.worker", str(gdir.root), gdir.assignment, student,
+        f"--cell-timeout={cell_timeout}", f"--result={result}", f"--sandbox={limits.to_json()}",
+    ]  # fmt: skip
+
+
+def kill_all(procs) -> None:
+    """Kill ``procs`` (psutil processes) and wait for them; those already gone are skipped."""
+    import psutil
+
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+
+
+def kill_tree(pid: int) -> None:
+    """Kill a process and all its descendants (nbgrader's kernels run in their own sessions,
+    so killing the process group alone would leave them running)."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        procs = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        return
+    kill_all(procs)
+
+
+_live: set[int] = set()  # pids of the running workers, killed with their kernels on Ctrl-C
+_live_lock = threading.Lock()
+
+
+def kill_running() -> None:
+    """Kill every worker :func:`run` started that still runs, with its kernels (Ctrl-C)."""
+    with _live_lock:
+        running = list(_live)
+    for pid in running:
+        kill_tree(pid)
+
+
+def run(
+    gdir: GradingDir,
+    student: str,
+    cell_timeout: int,
+    wall: int,
+    threads: int,
+    limits: Limits | None = None,
+) -> tuple[dict, bool, int | None, float]:
+    """Grade ``student`` in a child process; return (its result, killed, exit code, seconds).
+    Retried once if the gradebook was locked by another worker."""
+    logs = gdir.root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    result_file, log_file = logs / f"{student}.json", logs / f"{student}.log"
+    start = time.perf_counter()
+    for attempt in range(2):
+        result_file.unlink(missing_ok=True)
+        cmd = command(gdir, student, cell_timeout, result_file, limits or Limits())
+        with open(log_file, "wb") as log:
+            proc = subprocess.Popen(
+                cmd, cwd=gdir.root, env=child_env(threads), stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            with _live_lock:
+                _live.add(proc.pid)
+            killed = False
+            try:
+                code = proc.wait(timeout=max(1.0, wall - (time.perf_counter() - start)))
+            except subprocess.TimeoutExpired:
+                kill_tree(proc.pid)
+                code, killed = proc.wait(), True
+            finally:
+                with _live_lock:
+                    _live.discard(proc.pid)
+        try:
+            result = json.loads(result_file.read_text())
+        except (OSError, ValueError):
+            result = {"student": student, "done": False, "notebooks": {}}
+        locked = "database is locked" in log_file.read_text(errors="replace")
+        if killed or result.get("done") or not locked or attempt:
+            break
+    return result, killed, code, round(time.perf_counter() - start, 2)
 
 
 if __name__ == "__main__":

@@ -269,6 +269,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
 from autograder import config, sandbox
+from autograder import gradeexec
 from autograder.gradeexec import GradeExecute
 
 
@@ -285,6 +286,7 @@ box = sandbox.Sandbox(sandbox.Limits(memory_mb=3072, processes=64, notebook_seco
 cfg = Config()
 cfg.CourseDirectory.root = case["course_dir"]
 box.configure(cfg)
+gradeexec.configure(cfg, box.limits)
 nb = new_notebook(cells=[new_code_cell(case["code"])])
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 try:

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import judge  # noqa: E402
+from autograder import judge, release  # noqa: E402
 from course_lib import judging, remote, wire  # noqa: E402
 
 
@@ -81,7 +81,7 @@ class Replies:
 def test_the_graded_form_is_the_docstring_alone():
     assert SPEC.tests["test_double"].graded_source == '"""double doubles."""\n'
     assert [j.test for j in SPEC.judges] == [None, "test_double"]
-    assert judge.spec_problems(SPEC, SOLUTION) == []
+    assert release.spec_problems(SPEC, SOLUTION) == []
 
 
 def test_only_the_checks_decide_the_score():
@@ -224,7 +224,7 @@ def test_authoring_mistakes_are_found():
         )
     )
     bad.cells.append(_judge_cell('@check("x", points=1)\ndef _(student):\n    pass\n'))
-    problems = judge.spec_problems(judge.spec_of(bad, "nb"), bad)
+    problems = release.spec_problems(judge.spec_of(bad, "nb"), bad)
     assert "nb test_double: its checks are worth 1 points, the test cell 2" in problems
     assert "nb test_alone: no judge cell with checks follows this test" in problems
     assert (

@@ -26,11 +26,8 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 from autograder import config, execute, notebooks  # noqa: E402
 from course_lib import results  # noqa: E402
 
-NAMES = [
-    "1_gru", "2_additive_attention", "3_transformer", "4_bert", "5a_decoding",
-    "5b_copying_subwords", "6a_cove", "6b_segment_attention",
-]  # fmt: skip
 COURSE = config.load(ROOT)
+NAMES = COURSE.notebooks()  # every notebook of the course
 
 
 def _setup_source(name: str) -> str:
@@ -128,6 +125,14 @@ def _errors(nb: nbformat.NotebookNode) -> list[str]:
         for o in c.get("outputs", [])
         if o.output_type == "error"
     ]
+
+
+def test_the_tas_table_lists_every_notebook_of_the_course():
+    """Adding a notebook is the notebook, its variant set (``tests/test_variants.py``) and its
+    row in ``solutions/README.md``'s table: this test finds a missing or a stale row."""
+    text = (ROOT / "solutions" / "README.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)\.ipynb` \|", text, flags=re.MULTILINE)
+    assert rows == NAMES
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import feedback, judge, ownrun, report, worker  # noqa: E402
+from autograder import feedback, judge, ownrun, release, report, worker  # noqa: E402
 
 PNG = (  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -102,9 +102,9 @@ def test_tagged_cells_are_left_out_unless_a_later_cell_reads_them():
 def test_the_tag_is_refused_on_answers_tests_and_markdown():
     nb = course_notebook()
     nb.cells[1].metadata["tags"] = [judge.SKIP_TAG]
-    problems = judge.spec_problems(judge.spec_of(nb, "nb"), nb)
+    problems = release.spec_problems(judge.spec_of(nb, "nb"), nb)
     assert any("only given code cells may be tagged skip_in_grading" in p for p in problems)
-    assert not judge.spec_problems(spec(), course_notebook())
+    assert not release.spec_problems(spec(), course_notebook())
 
 
 def handed_in(tmp_path: Path, outputs: dict[int, list]) -> Path:

@@ -25,16 +25,6 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPECTED_NOTEBOOKS = [
-    "1_gru.ipynb",
-    "2_additive_attention.ipynb",
-    "3_transformer.ipynb",
-    "4_bert.ipynb",
-    "5a_decoding.ipynb",
-    "5b_copying_subwords.ipynb",
-    "6a_cove.ipynb",
-    "6b_segment_attention.ipynb",
-]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
@@ -432,8 +422,6 @@ def test_stamping_checks_badges_and_setup():
 
 @pytest.mark.slow
 def test_real_release_passes_and_assignments_are_up_to_date(tmp_path):
-    sources = sorted(p.name for p in (ROOT / "solutions" / "a3").glob("*.ipynb"))
-    assert sources == EXPECTED_NOTEBOOKS, f"solutions/a3 holds {sources}"
     root = make_course(tmp_path, source=ROOT)
     proc = run_release(root, "--draft")  # course.toml names a placeholder repository
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -56,16 +56,7 @@ def test_shared_kernel_gives_the_fresh_kernels_verdicts(solution):
 def test_a_version_that_spoils_the_kernel_is_caught_and_the_surprise_graded_fresh(solution):
     poisoned = variants.Variant("add poisons sum", (("add", ADD, POISON),))
     later = VARIANTS[-1]  # correct, and relies on the builtin sum
-    spec = judge.spec_of(solution, "1_sums")
-    base = variants.student_notebook(solution, spec, variants.Variant("solution"))
-    versions = []
-    for i, variant in enumerate([poisoned, later]):
-        changed = variants.student_notebook(solution, spec, variant)
-        sources = {
-            j: c.source for j, c in enumerate(changed.cells) if c.source != base.cells[j].source
-        }
-        versions.append({"id": str(i), "sources": sources})
-    job = sharedkernel.job(spec, base, versions, timeout=60)
+    job = variants.shared_job(solution, "1_sums", [poisoned, later], timeout=60)
     assert [v["start"] for v in job["versions"]] == [3, 3]  # from the first changed cell
     result = sharedkernel.run_job(job)
     in_shared = judge.verdicts_from_json(result["results"][1]["verdicts"])

@@ -87,6 +87,26 @@ def gradebook_rows(gdir: Path) -> list[tuple]:
         con.close()
 
 
+def test_a_new_gradebook_holds_nbgraders_schema_revision(tmp_path):
+    """``nbgrader_app`` reads the schema's newest revision in its own process (nbgrader starts
+    ``alembic heads`` for it, ~3 s): the same revision, and the gradebook holds it."""
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from autograder import nbgrader_app
+
+    with _temp_alembic_ini(f"sqlite:///{tmp_path / 'scratch.db'}") as ini:
+        heads = subprocess.run(
+            ["alembic", "-c", ini, "heads"], env=ENV, capture_output=True, text=True, check=True
+        )
+    head = heads.stdout.split()[0]
+    assert nbgrader_app.alembic_head() == head
+    course = config.load(make_course(tmp_path / "course"))
+    gdir = nbgrader_dir.real(course)
+    assert nbgrader_dir.generate_assignment(course, gdir)
+    with sqlite3.connect(gdir.gradebook) as con:
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
+
+
 # ---------------------------------------------------------------------------------------------
 # The tiny course's demo class: exact grades.
 

@@ -230,10 +230,10 @@ def _score_table(stats: dict[str, NotebookStats], rows: list[report.Row]) -> str
         full = sum(v >= maximum - 1e-9 for v in values)
         lines.append(
             f"<tr><td>{label}</td><td class='num'>{len(values)}</td>"
-            f"<td class='num'>{report.points(maximum, 2)}</td>"
-            f"<td class='num'>{report.points(statistics.mean(values), 2)}</td>"
-            f"<td class='num'>{report.points(statistics.median(values), 2)}</td>"
-            f"<td class='num'>{report.points(min(values), 2)}</td>"
+            f"<td class='num'>{report.num(maximum, 2)}</td>"
+            f"<td class='num'>{report.num(statistics.mean(values), 2)}</td>"
+            f"<td class='num'>{report.num(statistics.median(values), 2)}</td>"
+            f"<td class='num'>{report.num(min(values), 2)}</td>"
             f"<td class='num'>{_pct(full, len(values))}</td></tr>"
         )
     return "".join(lines) + "</table>"
@@ -254,12 +254,12 @@ def _apart_table(stats: dict[str, NotebookStats]) -> str:
         full = sum(v >= nb.auto_max - 1e-9 for v in nb.auto)
         lines.append(
             f"<tr><td>{esc(nb.name)}</td><td class='num'>{n}</td>"
-            f"<td class='num'>{report.points(nb.auto_max, 2)}</td>"
-            f"<td class='num'>{report.points(statistics.mean(nb.auto), 2) if n else '-'}</td>"
+            f"<td class='num'>{report.num(nb.auto_max, 2)}</td>"
+            f"<td class='num'>{report.num(statistics.mean(nb.auto), 2) if n else '-'}</td>"
             f"<td class='num'>{_pct(full, n)}</td>"
-            f"<td class='num'>{report.points(written_max, 2)}</td>"
+            f"<td class='num'>{report.num(written_max, 2)}</td>"
             f"<td class='num'>"
-            f"{report.points(statistics.mean(nb.written), 2) if nb.written else '-'}</td>"
+            f"{report.num(statistics.mean(nb.written), 2) if nb.written else '-'}</td>"
             f"<td class='num'>{nb.waiting}</td></tr>"
         )
     return "".join(lines) + "</table>"
@@ -332,9 +332,9 @@ def _tests_section(nb: NotebookStats) -> str:
         )
         lines.append(
             f"<tr><td><b><code>{esc(test.grade_id)}</code></b></td>"
-            f"<td class='num'>{report.points(test.points, 2)}</td>"
+            f"<td class='num'>{report.num(test.points, 2)}</td>"
             f"<td class='nowrap'>{_bar(rate)} {_pct(test.full, test.runs)} of {test.runs}</td>"
-            f"<td class='num'>{report.points(test.score / test.runs if test.runs else 0.0, 2)}</td>"
+            f"<td class='num'>{report.num(test.score / test.runs if test.runs else 0.0, 2)}</td>"
             f"<td>{errors}</td></tr>"
         )
         for check in test.checks.values():
@@ -348,7 +348,7 @@ def _tests_section(nb: NotebookStats) -> str:
                 messages += f"<div class='muted'>and {more} other message(s)</div>"
             lines.append(
                 f"<tr><td style='padding-left:1.5em'>{esc(check.description)}</td>"
-                f"<td class='num'>{report.points(check.points, 2)}</td>"
+                f"<td class='num'>{report.num(check.points, 2)}</td>"
                 f"<td class='nowrap'>{_bar(share)} {_pct(check.passed, check.runs)}</td><td></td>"
                 f"<td>{messages}</td></tr>"
             )

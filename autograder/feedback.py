@@ -279,7 +279,7 @@ def _test_section(test: Test, verdict: dict | None, show_source: bool, graded: b
     parts = [
         f"<div class='box'><h3>{esc(title or test.grade_id)}"
         f"<span class='badge {status[0]}'>{status[1]}: "
-        f"{report.points(score, 4)} / {report.points(test.points, 4)}"
+        f"{report.num(score, 4)} / {report.num(test.points, 4)}"
         f"</span></h3><p class='muted'>test <code>{esc(test.grade_id)}</code></p>"
     ]
     if more:
@@ -295,7 +295,7 @@ def _test_section(test: Test, verdict: dict | None, show_source: bool, graded: b
             message = "" if check["passed"] else esc(str(check.get("message") or ""))
             rows.append(
                 f"<tr><td>{mark}</td><td>{esc(str(check['description']))}</td>"
-                f"<td class='num'>{report.points(float(check['points']), 4)}</td>"
+                f"<td class='num'>{report.num(float(check['points']), 4)}</td>"
                 f"<td class='msg'>{message}</td></tr>"
             )
         parts.append(
@@ -320,15 +320,15 @@ def _written_section(
 ) -> str:
     grade = marks.grades.get(item.grade_id)
     if grade is None:
-        state = ("lost", f"not graded: 0 / {report.points(item.points, 4)}")
+        state = ("lost", f"not graded: 0 / {report.num(item.points, 4)}")
     elif grade.manual is not None:
-        got, most = report.points(grade.manual, 4), report.points(item.points, 4)
+        got, most = report.num(grade.manual, 4), report.num(item.points, 4)
         state = (_status(grade.manual, item.points)[0], f"graded: {got} / {most}")
     elif grade.needs_manual:
-        state = ("part", f"waits for a grader ({report.points(item.points, 4)} points)")
+        state = ("part", f"waits for a grader ({report.num(item.points, 4)} points)")
     else:
         state = ("ok" if grade.score else "lost",
-                 f"{report.points(grade.score, 4)} / {report.points(item.points, 4)}")  # fmt: skip
+                 f"{report.num(grade.score, 4)} / {report.num(item.points, 4)}")  # fmt: skip
     parts = [
         f"<div class='box'><h3>written answer <code>{esc(item.grade_id)}</code>"
         f"<span class='badge {state[0]}'>{esc(state[1])}</span></h3>"
@@ -372,10 +372,10 @@ def notebook_page(
     parts = [
         f"<p><a href='index.html'>&larr; all notebooks</a></p>"
         f"<h1>{esc(row.notebook)}{extra}</h1><p class='muted'>{esc(row.student)}</p>",
-        f"<p>Points: <b>{report.points(row.total, 4)} / {report.points(row.max, 4)}</b> "
-        f"(tests {report.points(row.autograded, 4)} / {report.points(row.autograded_max, 4)}"
+        f"<p>Points: <b>{report.num(row.total, 4)} / {report.num(row.max, 4)}</b> "
+        f"(tests {report.num(row.autograded, 4)} / {report.num(row.autograded_max, 4)}"
         + (
-            f", written answers {report.points(row.manual, 4)} / {report.points(written_max, 4)}"
+            f", written answers {report.num(row.manual, 4)} / {report.num(written_max, 4)}"
             + (": some wait for a grader" if waiting else "")
             if info.written
             else ""

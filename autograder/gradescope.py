@@ -399,11 +399,11 @@ def results(
     extra = report.extra_credit(list(mine.values()))
     score = round(sum(r.autograded for r in mine.values()), 6)
     lines = [
-        f"Autograded: {report.points(sum(r.autograded for r in regular))} / "
-        f"{report.points(sum(r.autograded_max for r in regular))} points"
+        f"Autograded: {report.num(sum(r.autograded for r in regular))} / "
+        f"{report.num(sum(r.autograded_max for r in regular))} points"
         + (
-            f", plus {report.points(sum(r.autograded for r in extra))} / "
-            f"{report.points(sum(r.autograded_max for r in extra))} extra credit (in the score)"
+            f", plus {report.num(sum(r.autograded for r in extra))} / "
+            f"{report.num(sum(r.autograded_max for r in extra))} extra credit (in the score)"
             if extra
             else ""
         )
@@ -411,7 +411,7 @@ def results(
     ]
     manual = sum(r.manual_max for r in mine.values())
     if manual:
-        points = f"{report.points(manual)} point{'' if manual == 1 else 's'}"
+        points = f"{report.num(manual)} point{'' if manual == 1 else 's'}"
         lines.append(
             f"Written answers ({points}) are graded by hand in Gradescope: "
             "they are not in this score."

@@ -88,20 +88,20 @@ class Row:
             "student": self.student,
             "notebook": self.notebook,
             "extra_credit": "yes" if self.extra else "no",
-            "autograded": points(self.autograded),
-            "autograded_max": points(self.autograded_max),
-            "manual": points(self.manual),
-            "manual_max": points(self.manual_max),
-            "total": points(self.total),
-            "max": points(self.max),
+            "autograded": num(self.autograded),
+            "autograded_max": num(self.autograded_max),
+            "manual": num(self.manual),
+            "manual_max": num(self.manual_max),
+            "total": num(self.total),
+            "max": num(self.max),
             "flags": self.flag_text,
             "file": self.file,
-            "cells": " ".join(f"{k}={points(s)}/{points(m)}" for k, (s, m) in self.cells.items()),
+            "cells": " ".join(f"{k}={num(s)}/{num(m)}" for k, (s, m) in self.cells.items()),
             "notes": " | ".join(self.notes),
         }
 
 
-def points(x: float, digits: int | None = None) -> str:
+def num(x: float, digits: int | None = None) -> str:
     """A number of points as people write it (2, 0.5, 1.25); ``digits``: rounded first."""
     return f"{x if digits is None else round(x, digits):g}"
 
@@ -170,16 +170,16 @@ def summary_table(rows: list[Row]) -> str:
     width = max(len(s) for s in students) + 1
     head = f"{'student':{width}}" + "".join(f"{n[:14]:>15}" for n in names) + f"{'total':>12}"
     head += f"{'extra':>8}" if has_extra else ""
-    maxima = f"{'(max)':{width}}" + "".join(f"{points(r.max):>15}" for r in first)
-    maxima += f"{points(sum(r.max for r in regular(first))):>12}"
-    maxima += f"{'+' + points(sum(r.max for r in extra_credit(first))):>8}" if has_extra else ""
+    maxima = f"{'(max)':{width}}" + "".join(f"{num(r.max):>15}" for r in first)
+    maxima += f"{num(sum(r.max for r in regular(first))):>12}"
+    maxima += f"{'+' + num(sum(r.max for r in extra_credit(first))):>8}" if has_extra else ""
     lines = [head + "  flags", maxima]
     for student, srows in students.items():
         flags = "; ".join(f"{r.notebook}: {r.flag_text}" for r in srows if r.flag_text != "ok")
-        cells = "".join(f"{points(r.total):>15}" for r in srows)
+        cells = "".join(f"{num(r.total):>15}" for r in srows)
         kept = regular(srows)
-        total = f"{points(sum(r.total for r in kept))}/{points(sum(r.max for r in kept))}"
-        extra = f"{'+' + points(sum(r.total for r in extra_credit(srows))):>8}" if has_extra else ""
+        total = f"{num(sum(r.total for r in kept))}/{num(sum(r.max for r in kept))}"
+        extra = f"{'+' + num(sum(r.total for r in extra_credit(srows))):>8}" if has_extra else ""
         lines.append(f"{student:{width}}{cells}{total:>12}{extra}  {flags or 'ok'}")
     return "\n".join(lines)
 
@@ -269,7 +269,7 @@ def _notebook_table(rows: list[Row], feedback_files: dict[str, str]) -> str:
         flags = "<br>".join(f"<b>{esc(f)}</b>: {esc(FLAG_HELP[f])}" for f in FLAGS if f in r.flags)
         notes = "<br>".join(esc(n) for n in r.notes)
         body.append(
-            f"<tr><td>{name}</td><td class='num'>{points(r.total)} / {points(r.max)}</td>"
+            f"<tr><td>{name}</td><td class='num'>{num(r.total)} / {num(r.max)}</td>"
             f"<td>{flags or 'ok'}</td><td>{notes}</td></tr>"
         )
     return (
@@ -288,9 +288,9 @@ def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) 
     bonus = ""
     if extra_credit(rows):
         got = sum(r.total for r in extra_credit(rows))
-        bonus = f" and <b>{points(got)}</b> extra credit (optional parts, apart from the total)"
+        bonus = f" and <b>{num(got)}</b> extra credit (optional parts, apart from the total)"
     parts = [
-        f"<h1>{esc(student)}</h1><p>Total: <b>{points(total)} / {points(most)}</b>{bonus}</p>",
+        f"<h1>{esc(student)}</h1><p>Total: <b>{num(total)} / {num(most)}</b>{bonus}</p>",
         _notebook_table(regular(rows), feedback_files),
     ]
     if extra_credit(rows):
@@ -301,7 +301,7 @@ def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) 
         ]
     lost = [
         f"<tr><td>{esc(r.notebook)}</td><td>{esc(test)}</td><td>{esc(what)}</td>"
-        f"<td class='num'>{points(points)}</td><td class='msg'>{esc(why)}</td></tr>"
+        f"<td class='num'>{num(points)}</td><td class='msg'>{esc(why)}</td></tr>"
         for r in rows
         for test, what, points, why in r.lost
     ]

@@ -1,4 +1,6 @@
-"""Grade one student: the one child process per student that ``grading.py`` starts.
+"""Grade one student: the one child process per student that ``grading.py`` starts
+(:func:`run`: forked from a server that has imported nbgrader and torch once, :func:`launch`).
+By hand::
 
     python -m autograder.worker ROOT ASSIGNMENT STUDENT --cell-timeout S --result FILE
 
@@ -238,7 +240,7 @@ def limit_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("assignment")
@@ -246,7 +248,7 @@ def main() -> None:
     parser.add_argument("--cell-timeout", type=int, required=True)
     parser.add_argument("--result", type=Path, required=True)
     parser.add_argument("--sandbox", type=Limits.from_json, default=Limits(), help="limits (JSON)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     limit_memory(WORKER_MEMORY_MB)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # The kernels inherit this environment: keep this package off their import path.
@@ -266,14 +268,76 @@ def main() -> None:
 # The grader's side: starting a worker, waiting for it, killing it.
 
 
-def command(
+def arguments(
     gdir: GradingDir, student: str, cell_timeout: int, result: Path, limits: Limits
 ) -> list[str]:
-    """The one command that grades ``student`` (its kernels sandboxed: see above)."""
+    """The arguments of the worker that grades ``student`` (its kernels sandboxed: see above;
+    ``python -m autograder.worker ARGUMENTS`` runs one by hand)."""
     return [
-        sys.executable, "-m", "autograder.worker", str(gdir.root), gdir.assignment, student,
-        f"--cell-timeout={cell_timeout}", f"--result={result}", f"--sandbox={limits.to_json()}",
+        str(gdir.root), gdir.assignment, student, f"--cell-timeout={cell_timeout}",
+        f"--result={result}", f"--sandbox={limits.to_json()}",
     ]  # fmt: skip
+
+
+# What every worker imports before it grades: nbgrader (~1.2 s), and torch (~1.6 s) for the
+# checks of a course that uses tensors. Imported once per grading run, in a fork server
+# (multiprocessing's "forkserver": a fresh interpreter, no thread running when it forks);
+# each worker is a fork of it, a process of its own as before, that skips those imports.
+PRELOAD = ("autograder.worker", "nbgrader.converters", "nbgrader.preprocessors", "torch")
+_server = None
+_server_lock = threading.Lock()
+
+
+def _fork_server():
+    global _server
+    with _server_lock:
+        if _server is None:
+            import importlib.util
+            import multiprocessing
+
+            context = multiprocessing.get_context("forkserver")
+            found = [m for m in PRELOAD if importlib.util.find_spec(m.split(".")[0])]
+            context.set_forkserver_preload(found)
+            _server = context
+        return _server
+
+
+class Started:
+    """A worker :func:`launch` started: ``pid`` and ``wait`` as ``subprocess.Popen``'s."""
+
+    def __init__(self, process):
+        self.process = process
+        self.pid: int = process.pid
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            raise subprocess.TimeoutExpired("autograder.worker", timeout or 0)
+        return self.process.exitcode
+
+
+def launch(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> Started:
+    """Start a worker that runs ``main(argv)`` in a session of its own, in ``cwd``, with the
+    environment ``env`` and its output to ``log``: what ``python -m autograder.worker ARGV``
+    does, without importing nbgrader and torch again."""
+    process = _fork_server().Process(target=_forked, args=(argv, str(log), env, str(cwd)))
+    process.start()
+    return Started(process)
+
+
+def _forked(argv: list[str], log: str, env: dict[str, str], cwd: str) -> None:
+    os.setsid()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for target in (1, 2):
+        os.dup2(fd, target)
+    os.close(fd)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    threads = env.get("OMP_NUM_THREADS")
+    if threads and "torch" in sys.modules:  # imported before this worker's thread count
+        sys.modules["torch"].set_num_threads(int(threads))
+    main(argv)
 
 
 def kill_all(procs) -> None:
@@ -329,23 +393,19 @@ def run(
     start = time.perf_counter()
     for attempt in range(2):
         result_file.unlink(missing_ok=True)
-        cmd = command(gdir, student, cell_timeout, result_file, limits or Limits())
-        with open(log_file, "wb") as log:
-            proc = subprocess.Popen(
-                cmd, cwd=gdir.root, env=child_env(threads), stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+        argv = arguments(gdir, student, cell_timeout, result_file, limits or Limits())
+        proc = launch(argv, log_file, child_env(threads), gdir.root)
+        with _live_lock:
+            _live.add(proc.pid)
+        killed = False
+        try:
+            code = proc.wait(timeout=max(1.0, wall - (time.perf_counter() - start)))
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)
+            code, killed = proc.wait(), True
+        finally:
             with _live_lock:
-                _live.add(proc.pid)
-            killed = False
-            try:
-                code = proc.wait(timeout=max(1.0, wall - (time.perf_counter() - start)))
-            except subprocess.TimeoutExpired:
-                kill_tree(proc.pid)
-                code, killed = proc.wait(), True
-            finally:
-                with _live_lock:
-                    _live.discard(proc.pid)
+                _live.discard(proc.pid)
         try:
             result = json.loads(result_file.read_text())
         except (OSError, ValueError):

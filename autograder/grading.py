@@ -206,18 +206,31 @@ def grade(
     """Grade the class (see the module docstring). ``demo_class`` None: the demo class when no
     real submission exists. ``students``: grade only these (the report still lists everyone).
     One shard of the class: ``shards.grade``."""
-    gdir = class_dir(course, demo_class)
-    plan = Plan(
+    plan = make_plan(course, class_dir(course, demo_class), jobs, cell_timeout, regrade, students)
+    announce(course, plan, log)
+    with exclusive(plan.gdir):
+        return grade_plan(course, plan, log)
+
+
+def make_plan(
+    course: Course,
+    gdir: GradingDir,
+    jobs: int | None = None,
+    cell_timeout: int | None = None,
+    regrade: bool = False,
+    students: list[str] | None = None,
+    shard: Shard | None = None,
+) -> Plan:
+    """The plan of a grading run in ``gdir`` (the defaults: the course's settings)."""
+    return Plan(
         gdir=gdir,
         demo=gdir.demo,
         cell_timeout=cell_timeout or default_cell_timeout(course, gdir),
         workers=course.grade.workers(jobs),
         regrade=regrade,
         students=students,
+        shard=shard,
     )
-    announce(course, plan, log)
-    with exclusive(plan.gdir):
-        return grade_plan(course, plan, log)
 
 
 def class_dir(course: Course, demo_class: bool | None = None) -> GradingDir:

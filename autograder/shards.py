@@ -137,29 +137,13 @@ def prepare(course: Course, gdir: GradingDir, shard: Shard) -> tuple[Course, Sha
 
 
 def grade(
-    course: Course,
-    shard: Shard,
-    jobs: int | None = None,
-    cell_timeout: int | None = None,
-    demo_class: bool | None = None,
-    regrade: bool = False,
-    students: list[str] | None = None,
-    log=print,
+    course: Course, shard: Shard, demo_class: bool | None = None, log=print, **how
 ) -> grading.GradeResult:
-    """``grading.grade`` for the students of ``shard`` only, in its own course directory with
-    its own reports and manifest (``make merge`` combines the shards)."""
-    gdir = grading.class_dir(course, demo_class)
-    default = grading.default_cell_timeout(course, gdir)
-    course, sdir = prepare(course, gdir, shard)
-    plan = grading.Plan(
-        gdir=sdir,
-        demo=gdir.demo,
-        cell_timeout=cell_timeout or default,
-        workers=course.grade.workers(jobs),
-        regrade=regrade,
-        students=students,
-        shard=shard,
-    )
+    """``grading.grade`` (``how``: its ``jobs``, ``cell_timeout``, ``regrade`` and
+    ``students``) for the students of ``shard`` only, in its own course directory with its own
+    reports and manifest (``make merge`` combines the shards)."""
+    course, sdir = prepare(course, grading.class_dir(course, demo_class), shard)
+    plan = grading.make_plan(course, sdir, shard=shard, **how)
     grading.announce(course, plan, log)
     with grading.exclusive(plan.gdir):
         result = grading.grade_plan(course, plan, log)

@@ -178,8 +178,7 @@ def _fingerprint(*parts: str) -> str:
 class Plan:
     """What one ``grade`` run does."""
 
-    gdir: GradingDir
-    demo: bool
+    gdir: GradingDir  # its demo flag: the demo class or submissions
     cell_timeout: int
     workers: int
     regrade: bool = False
@@ -189,7 +188,7 @@ class Plan:
     @property
     def title(self) -> str:
         title = class_title(self.gdir)
-        if self.demo:
+        if self.gdir.demo:
             title += " (no submissions in autograder/submitted/)"
         return f"{title}, shard {self.shard}" if self.shard else title
 
@@ -224,7 +223,6 @@ def make_plan(
     """The plan of a grading run in ``gdir`` (the defaults: the course's settings)."""
     return Plan(
         gdir=gdir,
-        demo=gdir.demo,
         cell_timeout=cell_timeout or default_cell_timeout(course, gdir),
         workers=course.grade.workers(jobs),
         regrade=regrade,
@@ -278,7 +276,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     threads = max(1, usable_cpus() // workers)
     if nbgrader_dir.generate_assignment(course, gdir):
         log("  nbgrader generate_assignment: assignment (re)loaded into the gradebook")
-    if plan.demo:
+    if plan.gdir.demo:
         demo.build(course, gdir)
     names = course.notebooks()
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}

@@ -165,7 +165,7 @@ def write_manifest(course: Course, plan: grading.Plan, result: grading.GradeResu
         "version": MANIFEST_VERSION,
         "index": shard.index,
         "count": shard.count,
-        "demo": plan.demo,
+        "demo": plan.gdir.demo,
         "assignment": gdir.assignment,
         "assignment_hash": gdir.source_stamp.read_text().strip(),
         "cell_timeout": plan.cell_timeout,

@@ -333,6 +333,7 @@ def _forked(argv: list[str], log: str, env: dict[str, str], cwd: str) -> None:
     os.close(fd)
     os.environ.clear()
     os.environ.update(env)
+    tempfile.tempdir = None  # the fork server's may be cached: this worker's TMPDIR applies
     os.chdir(cwd)
     threads = env.get("OMP_NUM_THREADS")
     if threads and "torch" in sys.modules:  # imported before this worker's thread count
@@ -394,7 +395,13 @@ def run(
     for attempt in range(2):
         result_file.unlink(missing_ok=True)
         argv = arguments(gdir, student, cell_timeout, result_file, limits or Limits())
-        proc = launch(argv, log_file, child_env(threads), gdir.root)
+        # The worker's temporary files (verdicts, its kernels' run folder) go in a folder of this
+        # run's own, removed here once the worker is gone: a worker killed at the time limit
+        # cannot clean up after itself.
+        scratch = Path(tempfile.mkdtemp(prefix="a3-worker-"))
+        scratch.chmod(0o711)  # a kernel under its own uid passes through to its run folder
+        env = {**child_env(threads), "TMPDIR": str(scratch)}
+        proc = launch(argv, log_file, env, gdir.root)
         with _live_lock:
             _live.add(proc.pid)
         killed = False
@@ -406,6 +413,7 @@ def run(
         finally:
             with _live_lock:
                 _live.discard(proc.pid)
+            shutil.rmtree(scratch, ignore_errors=True)
         try:
             result = json.loads(result_file.read_text())
         except (OSError, ValueError):

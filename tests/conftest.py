@@ -4,6 +4,7 @@ students write), so library tests do not depend on any notebook."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -19,13 +20,14 @@ import setuptools  # noqa: E402, F401, I001
 # Many tests grade copies of the same course: its canary (autograder/canary.py) passes or fails
 # the same for each, so they share one folder of canary results per test run
 # (test_grade.py's canary test grades its own).
-os.environ.setdefault(
-    "A3_CANARY_RECORDS",
-    os.path.join(
+# The process that sets it (pytest-xdist's controller, or pytest without it) removes it at the end.
+_CANARY_RECORDS = None
+if "A3_CANARY_RECORDS" not in os.environ:
+    _CANARY_RECORDS = os.path.join(
         tempfile.gettempdir(),
         f"a3-canary-{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}",
-    ),
-)
+    )
+    os.environ["A3_CANARY_RECORDS"] = _CANARY_RECORDS
 
 from course_lib.train import Seq2Seq  # noqa: E402
 from course_lib.vocab import VOCAB_SIZE  # noqa: E402
@@ -83,6 +85,11 @@ SLOW_FIRST = (
     "test_isolation", "test_audit", "test_notebooks", "test_feedback", "test_report",
     "test_sharedkernel",
 )  # fmt: skip
+
+
+def pytest_unconfigure(config):
+    if _CANARY_RECORDS is not None:
+        shutil.rmtree(_CANARY_RECORDS, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

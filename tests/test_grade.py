@@ -280,7 +280,8 @@ EDGE_EXPECTED = {  # student: {notebook: (autograded points, flags)}
 def edge_class(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("edge"), toml=EDGE_TOML)
     write_edge_class(root)
-    proc = autograder(root, "grade", "--jobs", "2")
+    (root / "tmp").mkdir()  # the grader's temporary folder (see test_killed_worker_...)
+    proc = autograder(root, "grade", "--jobs", "2", env={**ENV, "TMPDIR": str(root / "tmp")})
     return root, proc.stdout
 
 
@@ -315,6 +316,8 @@ def test_killed_worker_leaves_no_kernel_behind(edge_class):
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     assert not left, f"processes still running in the course: {left}"
+    # nor its temporary files: e7-stuck's worker was killed at the time limit
+    assert not list((root / "tmp").iterdir())
 
 
 def test_crash_mid_run_keeps_earlier_grades(edge_class):

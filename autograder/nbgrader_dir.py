@@ -87,7 +87,7 @@ class GradingDir:
 
     @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.gradebook}"
+        return gradebook_url(self.gradebook)
 
     @property
     def backups(self) -> Path:
@@ -117,6 +117,17 @@ def real(course: Course) -> GradingDir:
 
 def demo(course: Course) -> GradingDir:
     return GradingDir(course.demo_dir, course.assignment, demo=True)
+
+
+# Parallel workers write to one SQLite gradebook. A connection that finds it locked waits up to
+# this long for the other writer (SQLite's default, 5 s, was short under load: a worker lost an
+# honest student's notebook to "database is locked").
+BUSY_SECONDS = 120
+
+
+def gradebook_url(path: Path) -> str:
+    """The SQLAlchemy URL of the gradebook file ``path`` (waits :data:`BUSY_SECONDS` for a lock)."""
+    return f"sqlite:///{path}?timeout={BUSY_SECONDS}"
 
 
 def child_env(threads: int | None = None) -> dict[str, str]:

@@ -55,11 +55,14 @@ from . import judge, notebooks
 from .config import REPO_ROOT
 from .gradebook import record_verdicts, zero_notebooks
 from .limits import Limits
-from .nbgrader_dir import GradingDir, child_env, load_config
+from .nbgrader_dir import GradingDir, child_env, gradebook_url, load_config
 
 # The worker's own address space: nbgrader, the executed notebook (outputs capped at
 # [sandbox] output_kb per cell and 16 MB per notebook), torch and the checks' tensors.
 WORKER_MEMORY_MB = 6144
+
+
+LOCKED = "database is locked"  # SQLite's error when the gradebook stays locked past the wait
 
 
 def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
@@ -68,6 +71,7 @@ def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
 
     cfg = load_config(root)
     cfg.CourseDirectory.root = str(root)
+    cfg.CourseDirectory.db_url = gradebook_url(root / "gradebook.db")
     cfg.CourseDirectory.submitted_directory = "intake"
     cfg.CourseDirectory.assignment_id = assignment
     cfg.CourseDirectory.student_id = student
@@ -145,6 +149,7 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     errors = _Errors()
     logging.getLogger().addHandler(errors)
     verdict_dir = Path(tempfile.mkdtemp(prefix="a3-verdicts-"))
+    gradebook_locked = False
     for name in staged:
         start = time.perf_counter()
         entry = {"graded": False, "error": "", "timeouts": [], "seconds": 0.0, "verdicts": {}}
@@ -169,11 +174,16 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
         except Exception as err:
             entry["error"] = _cause(err, errors.messages)[:500]
             traceback.print_exc()
+            gradebook_locked = gradebook_locked or LOCKED in "".join(
+                traceback.format_exception(err)
+            ) + "".join(errors.messages)
         finally:
             errors.messages.clear()
         entry["seconds"] = round(time.perf_counter() - start, 2)
         save()
     shutil.rmtree(verdict_dir, ignore_errors=True)
+    if gradebook_locked:  # the gradebook's fault, not the student's: not done, graded again
+        return result
 
     graded = {
         name: root / "autograded" / student / assignment / f"{name}.ipynb"
@@ -418,7 +428,7 @@ def run(
             result = json.loads(result_file.read_text())
         except (OSError, ValueError):
             result = {"student": student, "done": False, "notebooks": {}}
-        locked = "database is locked" in log_file.read_text(errors="replace")
+        locked = LOCKED in log_file.read_text(errors="replace")
         if killed or result.get("done") or not locked or attempt:
             break
     return result, killed, code, round(time.perf_counter() - start, 2)

@@ -17,17 +17,18 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # setuptools first, in every worker, so its distutils is the one every later import gets.
 import setuptools  # noqa: E402, F401, I001
 
-# Many tests grade copies of the same course: its canary (autograder/canary.py) passes or fails
-# the same for each, so they share one folder of canary results per test run
-# (test_grade.py's canary test grades its own).
-# The process that sets it (pytest-xdist's controller, or pytest without it) removes it at the end.
-_CANARY_RECORDS = None
-if "A3_CANARY_RECORDS" not in os.environ:
-    _CANARY_RECORDS = os.path.join(
-        tempfile.gettempdir(),
-        f"a3-canary-{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}",
-    )
-    os.environ["A3_CANARY_RECORDS"] = _CANARY_RECORDS
+# What a test run shares between its modules (pytest-xdist runs them in separate processes):
+# a folder made by the process that sets A3_TEST_SHARED (pytest-xdist's controller, or pytest
+# without it) and removed by it at the end. In it:
+# - canary records: many tests grade copies of the same course, whose canary
+#   (autograder/canary.py) passes or fails the same for each, so they share one folder of canary
+#   results (test_grade.py's canary test grades its own);
+# - classes graded once for several modules (test_grade.graded_tiny_demo).
+_SHARED = None
+if "A3_TEST_SHARED" not in os.environ:
+    _SHARED = tempfile.mkdtemp(prefix="a3-tests-")
+    os.environ["A3_TEST_SHARED"] = _SHARED
+os.environ.setdefault("A3_CANARY_RECORDS", os.path.join(os.environ["A3_TEST_SHARED"], "canary"))
 
 from course_lib.train import Seq2Seq  # noqa: E402
 from course_lib.vocab import VOCAB_SIZE  # noqa: E402
@@ -88,8 +89,8 @@ SLOW_FIRST = (
 
 
 def pytest_unconfigure(config):
-    if _CANARY_RECORDS is not None:
-        shutil.rmtree(_CANARY_RECORDS, ignore_errors=True)
+    if _SHARED is not None:
+        shutil.rmtree(_SHARED, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

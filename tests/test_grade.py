@@ -123,16 +123,37 @@ FIXTURE_EXPECTED = {  # student: {notebook: (points, flags)}; 1_sums is worth 2 
 }
 
 
+def graded_tiny_demo(dest: Path) -> tuple[Path, str]:
+    """The tiny course's demo class graded by one ``make grade`` (``grade --jobs 2``), copied to
+    ``dest`` (which must not exist); returns the copy's root and what grading printed.
+
+    Graded once per test run, for every module that starts from it (test_grade,
+    test_gradescope): in the run's shared folder (conftest.py), under a lock, since
+    pytest-xdist runs modules in separate processes. A course directory holds no absolute path,
+    so the copy grades on as the original would (test_tiny_demo_rerun_is_idempotent)."""
+    import fcntl
+    import shutil
+
+    shared = Path(os.environ["A3_TEST_SHARED"]) / "tiny-demo"
+    shared.mkdir(parents=True, exist_ok=True)
+    printed = shared / "stdout.txt"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not printed.exists():
+            shutil.rmtree(shared / "course", ignore_errors=True)  # a failed try before
+            root = make_course(shared / "course")
+            printed.write_text(autograder(root, "grade", "--jobs", "2").stdout)
+    shutil.copytree(shared / "course", dest, symlinks=True)
+    return dest, printed.read_text()
+
+
 @pytest.fixture(scope="module")
 def tiny_demo(tmp_path_factory):
-    root = make_course(tmp_path_factory.mktemp("tiny-demo"))
-    start = time.perf_counter()
-    proc = autograder(root, "grade", "--jobs", "2")
-    return root, proc.stdout, time.perf_counter() - start
+    return graded_tiny_demo(tmp_path_factory.mktemp("tiny-demo") / "course")
 
 
 def test_tiny_demo_class_grades(tiny_demo):
-    root, out, _ = tiny_demo
+    root, out = tiny_demo
     rows = grades(root)
     assert "DEMO class" in out and "totals (% of the maximum" in out
     got = {(s, n): (float(r["autograded"]), r["flags"]) for (s, n), r in rows.items()}
@@ -146,7 +167,7 @@ def test_tiny_demo_class_grades(tiny_demo):
 
 
 def test_tiny_demo_feedback_and_backups(tiny_demo):
-    root, _, _ = tiny_demo
+    root, _ = tiny_demo
     demo_dir = root / "autograder" / "demo"
     feedback = demo_dir / "feedback" / "s1-full" / "a3"
     assert {p.name for p in feedback.iterdir()} == {"1_sums.html", "2_words.html", "index.html"}
@@ -162,7 +183,7 @@ def test_tiny_demo_feedback_and_backups(tiny_demo):
 
 
 def test_tiny_demo_rerun_is_idempotent(tiny_demo):
-    root, _, _ = tiny_demo
+    root, _ = tiny_demo
     demo_dir = root / "autograder" / "demo"
     before_csv = (root / "autograder" / "out" / "grades.csv").read_text()
     before_db = gradebook_rows(demo_dir)
@@ -173,7 +194,7 @@ def test_tiny_demo_rerun_is_idempotent(tiny_demo):
 
 
 def test_tiny_demo_graded_twice_same_grade(tiny_demo):
-    root, _, _ = tiny_demo
+    root, _ = tiny_demo
     before = grades(root)
     out = autograder(
         root, "grade", "--regrade", "--student", "s3-partial", "--student", "s7-deleted"
@@ -331,7 +352,10 @@ def test_crash_mid_run_keeps_earlier_grades(edge_class):
     targets = ["e8-full", "e5-metadata", "e2-copy-and-original"]
     cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade", "--regrade"]
     cmd += ["--jobs", "1"] + [arg for t in targets for arg in ("--student", t)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL)
+    scratch = root / "tmp-crash"  # what the killed workers leave (their parent cannot clean up)
+    scratch.mkdir()
+    env = {**ENV, "TMPDIR": str(scratch)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     restarted = finished = False  # the new run first clears its students' last runs
     deadline = time.time() + 600
     while time.time() < deadline and not finished and proc.poll() is None:
@@ -455,6 +479,44 @@ def test_extra_credit_is_shown_apart():
     page = report.student_page("ann", [done, bonus], {})
     assert "2 / 2" in page and "0.5</b> extra credit" in page
     assert [r.as_csv()["extra_credit"] for r in rows] == ["no", "yes", "no", "yes"]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def test_a_busy_gradebook_makes_grading_wait_not_fail(tmp_path):
+    """Parallel workers write to one SQLite gradebook: one that found it locked for longer than
+    SQLite's default wait (5 s) failed the notebook it was grading ("database is locked": 0
+    points for an honest student). Grading now waits for the lock."""
+    root = make_course(tmp_path / "course")
+    src, gdir = _sources(root)
+    folder = gdir.submitted / "ann" / "a3"
+    folder.mkdir(parents=True)
+    for name in ("1_sums", "2_words"):
+        (folder / f"{name}.ipynb").write_bytes(_dump(src.solved(name)))
+    cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
+    log = gdir.root / "logs" / "ann.json"
+    deadline = time.time() + 300
+    while proc.poll() is None and time.time() < deadline and "1_sums" not in _read(log):
+        time.sleep(0.05)
+    # ann's worker has started on 1_sums: another writer holds the gradebook for 12 s
+    con = sqlite3.connect(gdir.gradebook, check_same_thread=False, isolation_level=None)
+    con.execute("BEGIN EXCLUSIVE")
+    time.sleep(12)
+    con.rollback()
+    con.close()
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out[-3000:]
+    rows = grades(root)
+    assert {n: (r["autograded"], r["flags"]) for (_, n), r in rows.items()} == {
+        "1_sums": ("2", "needs-manual"),
+        "2_words": ("2", "ok"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from pathlib import Path
 import jsonschema
 import nbformat
 import pytest
-from test_grade import ENV, ROOT, _sources, autograder, grades, make_course
+from test_grade import ENV, ROOT, _sources, autograder, graded_tiny_demo, grades, make_course
 
 from autograder import config, gradescope, judge, nbgrader_dir, release, report, tamper
 
@@ -40,9 +40,8 @@ def _makefile_var(name: str) -> str:
 @pytest.fixture(scope="module")
 def course_zip(tmp_path_factory):
     """A copy of the tiny course, its Gradescope zip, and its demo class graded by make grade."""
-    root = make_course(tmp_path_factory.mktemp("gradescope"))
+    root, _ = graded_tiny_demo(tmp_path_factory.mktemp("gradescope") / "course")
     out = autograder(root, "gradescope", "--torch", _makefile_var("TORCH_VERSION")).stdout
-    autograder(root, "grade", "--jobs", "2")
     return root, root / "autograder" / "out" / gradescope.ZIP_NAME, out
 
 

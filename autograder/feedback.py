@@ -38,55 +38,16 @@ from __future__ import annotations
 
 import ast
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import gradebook, judge, notebooks, report, sanitise
+from . import judge, notebooks, report, sanitise
+from .gradebook import Marks, read_marks
 from .nbgrader_dir import GradingDir
 
 esc = html.escape
-
-
-@dataclass(frozen=True)
-class GradedCell:
-    """One graded cell of a student's notebook, as the gradebook has it now."""
-
-    score: float
-    max: float
-    manual: float | None  # the grader's score, None until one is given
-    needs_manual: bool
-
-
-@dataclass
-class Marks:
-    """The gradebook's entries for one student's notebook: grades and graders' comments."""
-
-    grades: dict[str, GradedCell] = field(default_factory=dict)
-    comments: dict[str, str] = field(default_factory=dict)  # cell grade id -> manual comment
-
-
-def read_marks(db_url: str, assignment: str, students: list[str]) -> dict[tuple[str, str], Marks]:
-    """Every notebook ``students`` have in the gradebook: its grades and comments."""
-    from nbgrader.api import Gradebook
-
-    found: dict[tuple[str, str], Marks] = {}
-    with Gradebook(db_url) as gb:
-        for student, nb in gradebook.submitted_notebooks(gb, assignment, students):
-            marks = Marks()
-            for grade in nb.grades:
-                marks.grades[grade.name] = GradedCell(
-                    float(grade.score or 0.0),
-                    float(grade.max_score or 0.0),
-                    None if grade.manual_score is None else float(grade.manual_score),
-                    bool(grade.needs_manual_grade),
-                )
-            for comment in nb.comments:
-                if comment.manual_comment and comment.manual_comment.strip():
-                    marks.comments[comment.name] = comment.manual_comment.strip()
-            found[(student, nb.name)] = marks
-    return found
 
 
 @dataclass(frozen=True)
@@ -318,7 +279,7 @@ def _test_section(test: Test, verdict: dict | None, show_source: bool, graded: b
 def _written_section(
     item: Written, answer: tuple[str, dict] | None, marks: Marks, own: list | None = None
 ) -> str:
-    grade = marks.grades.get(item.grade_id)
+    grade = marks.grade(item.grade_id)
     if grade is None:
         state = ("lost", f"not graded: 0 / {report.num(item.points, 4)}")
     elif grade.manual is not None:
@@ -368,7 +329,7 @@ def notebook_page(
     )
     notes = "".join(f"<li>{esc(n)}</li>" for n in row.notes)
     written_max = sum(w.points for w in info.written)
-    waiting = any(g.needs_manual for g in marks.grades.values())
+    waiting = any(g.needs_manual for g in marks.cells)
     parts = [
         f"<p><a href='index.html'>&larr; all notebooks</a></p>"
         f"<h1>{esc(row.notebook)}{extra}</h1><p class='muted'>{esc(row.student)}</p>",

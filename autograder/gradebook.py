@@ -1,4 +1,5 @@
-"""Reading scores from nbgrader's gradebook, and zeroing notebooks that could not be graded.
+"""nbgrader's gradebook: the one reader of its scores and comments (grading, reports and
+feedback pages), recording the judge's verdicts, zeroing notebooks that could not be graded.
 
 nbgrader's own export shows a notebook that failed to grade and one that waits for manual
 grading the same way (0 points); here each graded cell keeps its score, its maximum, whether
@@ -8,7 +9,7 @@ the grading run saw (``grading.py``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,19 @@ class CellGrade:
     max: float
     auto: bool  # a code test (else a written answer)
     needs_manual: bool
+    manual: float | None = None  # the grader's score, None until one is given
+
+
+@dataclass
+class Marks:
+    """One student's notebook in the gradebook: its graded cells (by grade id) and the
+    graders' comments (cell grade id -> comment)."""
+
+    cells: list[CellGrade] = field(default_factory=list)
+    comments: dict[str, str] = field(default_factory=dict)
+
+    def grade(self, grade_id: str) -> CellGrade | None:
+        return next((c for c in self.cells if c.grade_id == grade_id), None)
 
 
 Scores = dict[tuple[str, str], list[CellGrade]]  # (student, notebook) -> its graded cells
@@ -39,24 +53,36 @@ def submitted_notebooks(gb, assignment: str, students: list[str]):
             yield student, nb
 
 
-def read_scores(db_url: str, assignment: str, students: list[str]) -> Scores:
-    """The graded cells of every notebook ``students`` have in the gradebook."""
+def read_marks(db_url: str, assignment: str, students: list[str]) -> dict[tuple[str, str], Marks]:
+    """Every notebook ``students`` have in the gradebook: (student, notebook) -> its marks."""
     from nbgrader.api import Gradebook
 
+    found: dict[tuple[str, str], Marks] = {}
     with Gradebook(db_url) as gb:
-        return {
-            (student, nb.name): [
+        for student, nb in submitted_notebooks(gb, assignment, students):
+            cells = [
                 CellGrade(
                     grade_id=g.name,
                     score=float(g.score or 0.0),
                     max=float(g.max_score or 0.0),
                     auto=g.cell_type == "code",
                     needs_manual=bool(g.needs_manual_grade),
+                    manual=None if g.manual_score is None else float(g.manual_score),
                 )
                 for g in sorted(nb.grades, key=lambda g: g.name)
             ]
-            for student, nb in submitted_notebooks(gb, assignment, students)
-        }
+            comments = {
+                c.name: c.manual_comment.strip()
+                for c in nb.comments
+                if c.manual_comment and c.manual_comment.strip()
+            }
+            found[(student, nb.name)] = Marks(cells, comments)
+    return found
+
+
+def read_scores(db_url: str, assignment: str, students: list[str]) -> Scores:
+    """The graded cells of every notebook ``students`` have in the gradebook."""
+    return {key: marks.cells for key, marks in read_marks(db_url, assignment, students).items()}
 
 
 def zero_notebooks(db_url: str, assignment: str, student: str, names: list[str]) -> None:

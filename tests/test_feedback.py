@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 
 from test_grade import _sources, autograder, grades, make_course  # noqa: E402
 
-from autograder import feedback, notebooks, report, tamper  # noqa: E402
+from autograder import feedback, gradebook, notebooks, report, tamper  # noqa: E402
 
 HOSTILE = (
     "Because order does not matter. <script>alert('xss')</script> "
@@ -189,7 +189,7 @@ def _row_for_review() -> report.Row:
 def test_pages_leave_the_review_flag_and_notes_out():
     row = _row_for_review()
     info = feedback.Material("1_sums", (), (), ())
-    page = feedback.notebook_page(row, info, feedback.Marks(), {})
+    page = feedback.notebook_page(row, info, gradebook.Marks(), {})
     index = report.student_page("ann", [row], {"1_sums": "1_sums.html"})
     for text in (page, index):
         assert "tampered" in text and "edited locked cell test_add" in text  # the course's cells

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import feedback, judge, ownrun, release, report, worker  # noqa: E402
+from autograder import feedback, gradebook, judge, ownrun, release, report, worker  # noqa: E402
 
 PNG = (  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -185,7 +185,7 @@ def test_feedback_shows_own_results_beside_the_answer_and_the_first_error_first(
     row = report.Row("ann", "nb", autograded_max=1, manual_max=1, skipped=[2, 3])
     row.first_error = found["first_error"]
     info = feedback.Material("nb", (), (feedback.Written("q1", 1.0, "<p>Which words?</p>"),), ())
-    page = feedback.notebook_page(row, info, feedback.Marks(), {"q1": ("my answer", {})},
+    page = feedback.notebook_page(row, info, gradebook.Marks(), {"q1": ("my answer", {})},
                                   own=own)  # fmt: skip
     assert "Your own results for this question" in page and "accuracy 0.45" in page
     assert "&lt;b&gt;plot&lt;/b&gt;" in page and "<b>plot</b>" not in page

@@ -331,6 +331,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         state.record(student, run)
 
     if todo:
+        worker.sweep_scratch()
         backup = nbgrader_dir.backup_gradebook(gdir, "grade")
         if backup:
             log(f"  gradebook backed up to {backup}")

@@ -55,14 +55,29 @@ from . import judge, notebooks
 from .config import REPO_ROOT
 from .gradebook import record_verdicts, zero_notebooks
 from .limits import Limits
-from .nbgrader_dir import GradingDir, child_env, gradebook_url, load_config
+from .nbgrader_dir import GradingDir, child_env, load_config
 
 # The worker's own address space: nbgrader, the executed notebook (outputs capped at
 # [sandbox] output_kb per cell and 16 MB per notebook), torch and the checks' tensors.
 WORKER_MEMORY_MB = 6144
 
 
-LOCKED = "database is locked"  # SQLite's error when the gradebook stays locked past the wait
+def gradebook_fault(err: BaseException | None) -> bool:
+    """Whether ``err`` came from the gradebook (SQLite's own ``OperationalError``, such as
+    "database is locked" past the wait, anywhere in its chain): the grading run's fault, never
+    the student's, whose code runs in other processes and cannot raise in this one. Told by the
+    exception's type, never by text a kernel could have written into a log."""
+    import sqlite3
+
+    import sqlalchemy.exc
+
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, (sqlite3.OperationalError, sqlalchemy.exc.OperationalError)):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
@@ -71,7 +86,7 @@ def _load_config(root: Path, assignment: str, student: str, cell_timeout: int):
 
     cfg = load_config(root)
     cfg.CourseDirectory.root = str(root)
-    cfg.CourseDirectory.db_url = gradebook_url(root / "gradebook.db")
+    cfg.CourseDirectory.db_url = GradingDir(root, assignment).db_url
     cfg.CourseDirectory.submitted_directory = "intake"
     cfg.CourseDirectory.assignment_id = assignment
     cfg.CourseDirectory.student_id = student
@@ -149,7 +164,6 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     errors = _Errors()
     logging.getLogger().addHandler(errors)
     verdict_dir = Path(tempfile.mkdtemp(prefix="a3-verdicts-"))
-    gradebook_locked = False
     for name in staged:
         start = time.perf_counter()
         entry = {"graded": False, "error": "", "timeouts": [], "seconds": 0.0, "verdicts": {}}
@@ -174,15 +188,13 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
         except Exception as err:
             entry["error"] = _cause(err, errors.messages)[:500]
             traceback.print_exc()
-            gradebook_locked = gradebook_locked or LOCKED in "".join(
-                traceback.format_exception(err)
-            ) + "".join(errors.messages)
+            result["gradebook_fault"] = result.get("gradebook_fault") or gradebook_fault(err)
         finally:
             errors.messages.clear()
         entry["seconds"] = round(time.perf_counter() - start, 2)
         save()
     shutil.rmtree(verdict_dir, ignore_errors=True)
-    if gradebook_locked:  # the gradebook's fault, not the student's: not done, graded again
+    if result.get("gradebook_fault"):  # not the student's fault: not done, graded again
         return result
 
     graded = {
@@ -190,13 +202,21 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
         for name, entry in result["notebooks"].items()
         if entry["graded"]
     }
-    if graded and not record_student(root, assignment, student, coursedir.db_url, graded, result):
+    db_url = coursedir.db_url
+    try:
+        if graded and not record_student(root, assignment, student, db_url, graded, result):
+            save()
+            return result
+        ungraded = [n for n in released if not result["notebooks"].get(n, {}).get("graded")]
+        if ungraded:
+            zero_notebooks(db_url, assignment, student, ungraded)
+    except Exception as err:
+        if not gradebook_fault(err):
+            raise
+        traceback.print_exc()
+        result["gradebook_fault"] = True
         save()
         return result
-    save()
-    ungraded = [n for n in released if not result["notebooks"].get(n, {}).get("graded")]
-    if ungraded:
-        zero_notebooks(coursedir.db_url, assignment, student, ungraded)
     result["done"] = True
     save()
     return result
@@ -379,6 +399,31 @@ def kill_tree(pid: int) -> None:
 _live: set[int] = set()  # pids of the running workers, killed with their kernels on Ctrl-C
 _live_lock = threading.Lock()
 
+SCRATCH = "a3-worker-"  # a worker's temporary folder: a3-worker-<the grader's pid>-<random>
+
+
+def sweep_scratch() -> list[Path]:
+    """Remove the workers' temporary folders that a grader killed outright (SIGKILL, a power
+    cut) left behind: those of a grader process that no longer runs. Returns them."""
+    gone = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH}*-*"):
+        pid = folder.name[len(SCRATCH) :].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
 
 def kill_running() -> None:
     """Kill every worker :func:`run` started that still runs, with its kernels (Ctrl-C)."""
@@ -397,7 +442,8 @@ def run(
     limits: Limits | None = None,
 ) -> tuple[dict, bool, int | None, float]:
     """Grade ``student`` in a child process; return (its result, killed, exit code, seconds).
-    Retried once if the gradebook was locked by another worker."""
+    Retried once when the worker reports a fault of the gradebook (:func:`gradebook_fault`:
+    locked by another worker past the wait)."""
     logs = gdir.root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     result_file, log_file = logs / f"{student}.json", logs / f"{student}.log"
@@ -408,7 +454,7 @@ def run(
         # The worker's temporary files (verdicts, its kernels' run folder) go in a folder of this
         # run's own, removed here once the worker is gone: a worker killed at the time limit
         # cannot clean up after itself.
-        scratch = Path(tempfile.mkdtemp(prefix="a3-worker-"))
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-"))
         scratch.chmod(0o711)  # a kernel under its own uid passes through to its run folder
         env = {**child_env(threads), "TMPDIR": str(scratch)}
         proc = launch(argv, log_file, env, gdir.root)
@@ -428,8 +474,7 @@ def run(
             result = json.loads(result_file.read_text())
         except (OSError, ValueError):
             result = {"student": student, "done": False, "notebooks": {}}
-        locked = LOCKED in log_file.read_text(errors="replace")
-        if killed or result.get("done") or not locked or attempt:
+        if killed or result.get("done") or not result.get("gradebook_fault") or attempt:
             break
     return result, killed, code, round(time.perf_counter() - start, 2)
 

@@ -16,6 +16,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import config, demo, intake, nbgrader_dir, notebooks, ownrun  # noqa: E402
+from autograder import config, demo, intake, nbgrader_dir, notebooks, ownrun, worker  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "course"
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -517,6 +518,50 @@ def test_a_busy_gradebook_makes_grading_wait_not_fail(tmp_path):
         "1_sums": ("2", "needs-manual"),
         "2_words": ("2", "ok"),
     }
+
+
+def test_only_the_gradebook_s_own_error_makes_a_student_wait_for_a_regrade():
+    """A student stays unfinished (graded again) for a fault of the gradebook, told by SQLite's
+    exception in the chain nbgrader raises, never by words a kernel could print."""
+    import sqlalchemy.exc
+    from nbgrader.converters.base import NbGraderException
+
+    def raised(inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except Exception:  # as nbgrader raises it: the context only, no "from"
+                raise NbGraderException("There was an error accessing the database")  # noqa: B904
+        except NbGraderException as err:
+            return err
+
+    locked = sqlite3.OperationalError("database is locked")
+    assert worker.gradebook_fault(raised(locked))
+    wrapped = sqlalchemy.exc.OperationalError("UPDATE grade", {}, locked)
+    assert worker.gradebook_fault(raised(wrapped))
+    # a student's words, however they reach the worker, are not the gradebook's error
+    assert not worker.gradebook_fault(raised(RuntimeError("database is locked")))
+    assert not worker.gradebook_fault(NbGraderException("OperationalError: database is locked"))
+    assert not worker.gradebook_fault(None)
+    looped = RuntimeError("a")
+    looped.__context__ = RuntimeError("b")
+    looped.__context__.__context__ = looped  # a chain that loops ends
+    assert not worker.gradebook_fault(looped)
+
+
+def test_a_grader_killed_outright_leaves_nothing_in_tmp_for_long(tmp_path, monkeypatch):
+    """A grader killed with SIGKILL cannot remove its workers' temporary folders; the next
+    grading run does, and only those of graders that no longer run."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = tmp_path / f"{worker.SCRATCH}{dead.pid}-abc"
+    running = tmp_path / f"{worker.SCRATCH}{os.getpid()}-def"
+    other = tmp_path / f"{worker.SCRATCH}notapid-x"
+    for folder in (left, running, other):
+        (folder / "a3-sbx-1").mkdir(parents=True)
+    assert worker.sweep_scratch() == [left]
+    assert not left.exists() and running.exists() and other.exists()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -310,15 +310,24 @@ def arguments(
 
 
 # What every worker imports before it grades: nbgrader (~1.2 s), and torch (~1.6 s) for the
-# checks of a course that uses tensors. Imported once per grading run, in a fork server
-# (multiprocessing's "forkserver": a fresh interpreter, no thread running when it forks);
-# each worker is a fork of it, a process of its own as before, that skips those imports.
-PRELOAD = ("autograder.worker", "nbgrader.converters", "nbgrader.preprocessors", "torch")
+# checks of a course that uses tensors (:func:`uses_torch`). Imported once per grading run, in
+# a fork server (multiprocessing's "forkserver": a fresh interpreter, no thread running when it
+# forks); each worker is a fork of it, a process of its own as before, that skips those imports.
+PRELOAD = ("autograder.worker", "nbgrader.converters", "nbgrader.preprocessors")
+PRELOAD_TENSORS = ("torch",)
 _server = None
 _server_lock = threading.Lock()
 
 
-def _fork_server():
+def uses_torch(gdir: GradingDir) -> bool:
+    """Whether the checks of ``gdir``'s assignment name torch (the repository's course does,
+    the tiny test course does not): then the fork server imports it once for every worker. A
+    check that imports it anyway only pays for the import in its own worker."""
+    return any("torch" in p.read_text(errors="replace") for p in gdir.judges.glob("*.json"))
+
+
+def _fork_server(tensors: bool = True):
+    """The grading run's fork server, started by its first worker (``tensors``: preload torch)."""
     global _server
     with _server_lock:
         if _server is None:
@@ -326,7 +335,8 @@ def _fork_server():
             import multiprocessing
 
             context = multiprocessing.get_context("forkserver")
-            found = [m for m in PRELOAD if importlib.util.find_spec(m.split(".")[0])]
+            wanted = PRELOAD + (PRELOAD_TENSORS if tensors else ())
+            found = [m for m in wanted if importlib.util.find_spec(m.split(".")[0])]
             context.set_forkserver_preload(found)
             _server = context
         return _server
@@ -346,11 +356,14 @@ class Started:
         return self.process.exitcode
 
 
-def launch(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> Started:
+def launch(
+    argv: list[str], log: Path, env: dict[str, str], cwd: Path, tensors: bool = True
+) -> Started:
     """Start a worker that runs ``main(argv)`` in a session of its own, in ``cwd``, with the
     environment ``env`` and its output to ``log``: what ``python -m autograder.worker ARGV``
-    does, without importing nbgrader and torch again."""
-    process = _fork_server().Process(target=_forked, args=(argv, str(log), env, str(cwd)))
+    does, without importing nbgrader (and torch, with ``tensors``) again."""
+    server = _fork_server(tensors)
+    process = server.Process(target=_forked, args=(argv, str(log), env, str(cwd)))
     process.start()
     return Started(process)
 
@@ -448,6 +461,7 @@ def run(
     logs.mkdir(parents=True, exist_ok=True)
     result_file, log_file = logs / f"{student}.json", logs / f"{student}.log"
     start = time.perf_counter()
+    tensors = uses_torch(gdir)
     for attempt in range(2):
         result_file.unlink(missing_ok=True)
         argv = arguments(gdir, student, cell_timeout, result_file, limits or Limits())
@@ -457,7 +471,7 @@ def run(
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-"))
         scratch.chmod(0o711)  # a kernel under its own uid passes through to its run folder
         env = {**child_env(threads), "TMPDIR": str(scratch)}
-        proc = launch(argv, log_file, env, gdir.root)
+        proc = launch(argv, log_file, env, gdir.root, tensors)
         with _live_lock:
             _live.add(proc.pid)
         killed = False

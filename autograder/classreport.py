@@ -22,15 +22,13 @@ it counts in the flags, not in the rates). The page is self-contained but for it
 
 from __future__ import annotations
 
-import html
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import notebooks, report
+from . import notebooks, pages, report
 
-esc = html.escape
 TOP_MESSAGES = 3  # failure messages shown per check
 MESSAGE_CHARS = 300
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' file: data:"
@@ -124,11 +122,6 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def _bar(share: float) -> str:
-    width = max(0.0, min(1.0, share)) * 8
-    return f"<span class='bar' style='width:{width:.2f}em'></span>"
-
-
 def assignment_totals(rows: list[report.Row]) -> tuple[list[float], float, list[float], float]:
     """Each student's regular total and the regular maximum; extra credit and its maximum."""
     students = report.by_student(rows)
@@ -208,202 +201,122 @@ def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path)
     return written
 
 
-# --- the page ---------------------------------------------------------------------------------
+# --- the page (templates/classreport.html.j2) ------------------------------------------------
+
+ALT = {
+    IMAGES[0]: "score distributions per notebook and for the assignment",
+    IMAGES[1]: "pass rate of every test",
+    IMAGES[2]: "grading seconds per notebook",
+}
 
 
-def _score_table(stats: dict[str, NotebookStats], rows: list[report.Row]) -> str:
+def _scores(values: list[float], maximum: float) -> dict | None:
+    if not values:
+        return None
+    full = sum(v >= maximum - 1e-9 for v in values)
+    return {"n": len(values), "max": maximum, "mean": statistics.mean(values),
+            "median": statistics.median(values), "lowest": min(values),
+            "full": _pct(full, len(values))}  # fmt: skip
+
+
+def _score_rows(stats: dict[str, NotebookStats], rows: list[report.Row]) -> list[tuple]:
+    """(label, notebook or None, figures or None) per line of the score table."""
     regular, most, extra, extra_most = assignment_totals(rows)
-    lines = [
-        "<table><tr><th>part</th><th class='num'>graded</th><th class='num'>max</th>"
-        "<th class='num'>mean</th><th class='num'>median</th><th class='num'>lowest</th>"
-        "<th class='num'>full marks</th></tr>"
-    ]
-    entries = [("<b>assignment</b> (regular notebooks, every student)", regular, most)]
-    entries += [(esc(n.name) + (" <span class='badge'>extra credit</span>" if n.extra else ""),
-                 n.totals, n.maximum) for n in stats.values()]  # fmt: skip
+    lines = [(("assignment", "(regular notebooks, every student)"), None, _scores(regular, most))]
+    lines += [((n.name, ""), n, _scores(n.totals, n.maximum)) for n in stats.values()]
     if extra_most:
-        entries.append(("<b>extra credit</b> (every student)", extra, extra_most))
-    for label, values, maximum in entries:
-        if not values:
-            lines.append(f"<tr><td>{label}</td><td class='num'>0</td><td colspan='5'></td></tr>")
-            continue
-        full = sum(v >= maximum - 1e-9 for v in values)
-        lines.append(
-            f"<tr><td>{label}</td><td class='num'>{len(values)}</td>"
-            f"<td class='num'>{report.num(maximum, 2)}</td>"
-            f"<td class='num'>{report.num(statistics.mean(values), 2)}</td>"
-            f"<td class='num'>{report.num(statistics.median(values), 2)}</td>"
-            f"<td class='num'>{report.num(min(values), 2)}</td>"
-            f"<td class='num'>{_pct(full, len(values))}</td></tr>"
-        )
-    return "".join(lines) + "</table>"
+        lines.append((("extra credit", "(every student)"), None, _scores(extra, extra_most)))
+    return lines
 
 
-def _apart_table(stats: dict[str, NotebookStats]) -> str:
+def _apart_rows(stats: dict[str, NotebookStats]) -> list[dict]:
     """Autograded and written points apart: the tests' points are final after make grade,
     the written answers' only once a grader scored them (those waiting are not averaged)."""
-    lines = [
-        "<table><tr><th>part</th><th class='num'>graded</th><th class='num'>tests max</th>"
-        "<th class='num'>tests mean</th><th class='num'>tests full marks</th>"
-        "<th class='num'>written max</th><th class='num'>written mean (graded)</th>"
-        "<th class='num'>written answers waiting</th></tr>"
-    ]
+    found = []
     for nb in stats.values():
         n = len(nb.auto)
-        written_max = nb.maximum - nb.auto_max
         full = sum(v >= nb.auto_max - 1e-9 for v in nb.auto)
-        lines.append(
-            f"<tr><td>{esc(nb.name)}</td><td class='num'>{n}</td>"
-            f"<td class='num'>{report.num(nb.auto_max, 2)}</td>"
-            f"<td class='num'>{report.num(statistics.mean(nb.auto), 2) if n else '-'}</td>"
-            f"<td class='num'>{_pct(full, n)}</td>"
-            f"<td class='num'>{report.num(written_max, 2)}</td>"
-            f"<td class='num'>"
-            f"{report.num(statistics.mean(nb.written), 2) if nb.written else '-'}</td>"
-            f"<td class='num'>{nb.waiting}</td></tr>"
-        )
-    return "".join(lines) + "</table>"
+        found.append({
+            "name": nb.name, "n": n, "auto_max": nb.auto_max,
+            "auto_mean": report.num(statistics.mean(nb.auto), 2) if n else "-",
+            "full": _pct(full, n), "written_max": nb.maximum - nb.auto_max,
+            "written_mean": report.num(statistics.mean(nb.written), 2) if nb.written else "-",
+            "waiting": nb.waiting,
+        })  # fmt: skip
+    return found
 
 
-def _flag_table(stats: dict[str, NotebookStats]) -> str:
-    kinds = ["ok", *report.FLAGS]
-    head = "".join(f"<th class='num'>{esc(k)}</th>" for k in kinds)
-    lines = [f"<table><tr><th>notebook</th>{head}</tr>"]
-    for nb in stats.values():
-        cells = "".join(f"<td class='num'>{nb.flags.get(k, 0) or ''}</td>" for k in kinds)
-        lines.append(f"<tr><td>{esc(nb.name)}</td>{cells}</tr>")
-    total = Counter()
-    for nb in stats.values():
-        total.update(nb.flags)
-    cells = "".join(f"<td class='num'><b>{total.get(k, 0) or ''}</b></td>" for k in kinds)
-    lines.append(f"<tr><td><b>all</b></td>{cells}</tr>")
-    return "".join(lines) + "</table>"
+def _test_rows(nb: NotebookStats) -> list[dict]:
+    found = []
+    for test in nb.tests.values():
+        checks = [
+            {
+                "description": c.description,
+                "points": c.points,
+                "rate": c.passed / c.runs if c.runs else 0.0,
+                "passed": _pct(c.passed, c.runs),
+                "messages": c.messages.most_common(TOP_MESSAGES),
+                "more": len(c.messages) - TOP_MESSAGES,
+            }
+            for c in test.checks.values()
+        ]
+        found.append({
+            "grade_id": test.grade_id, "points": test.points, "runs": test.runs,
+            "rate": test.full / test.runs if test.runs else 0.0,
+            "passed": _pct(test.full, test.runs),
+            "mean": test.score / test.runs if test.runs else 0.0,
+            "errors": test.errors.most_common(TOP_MESSAGES), "checks": checks,
+        })  # fmt: skip
+    return found
 
 
-def _review_table(rows: list[report.Row]) -> str:
-    """The advisory scan's notes, per student and notebook (none: a line saying so)."""
-    lines = []
+def _review_rows(rows: list[report.Row]) -> list[tuple[str, str, list[str]]]:
+    """The advisory scan's notes, per student and notebook."""
+    found = []
     for row in rows:
         notes = [n[len(report.REVIEW_NOTE) :] for n in row.notes if report.is_review_note(n)]
         if notes:
-            lines.append(
-                f"<tr><td>{esc(row.student)}</td><td>{esc(row.notebook)}</td>"
-                f"<td>{'<br>'.join(esc(n) for n in notes)}</td></tr>"
-            )
-    if not lines:
-        return "<p class='muted'>nothing noted</p>"
-    head = "<table><tr><th>student</th><th>notebook</th><th>noted (cell, line, rule)</th></tr>"
-    return head + "".join(lines) + "</table>"
+            found.append((row.student, row.notebook, notes))
+    return found
 
 
-def _seconds_table(stats: dict[str, NotebookStats]) -> str:
-    lines = [
-        "<table><tr><th>notebook</th><th class='num'>graded</th><th class='num'>median s</th>"
-        "<th class='num'>mean s</th><th class='num'>slowest s</th><th class='num'>total s</th>"
-        "</tr>"
-    ]
-    for nb in stats.values():
-        s = nb.seconds
-        if not s:
-            lines.append(f"<tr><td>{esc(nb.name)}</td><td class='num'>0</td><td colspan='4'></td>")
-            continue
-        lines.append(
-            f"<tr><td>{esc(nb.name)}</td><td class='num'>{len(s)}</td>"
-            f"<td class='num'>{statistics.median(s):.1f}</td>"
-            f"<td class='num'>{statistics.mean(s):.1f}</td><td class='num'>{max(s):.1f}</td>"
-            f"<td class='num'>{sum(s):.0f}</td></tr>"
-        )
-    return "".join(lines) + "</table>"
-
-
-def _tests_section(nb: NotebookStats) -> str:
-    if not nb.tests:
-        return f"<h3>{esc(nb.name)}</h3><p class='muted'>no graded notebook</p>"
-    lines = [
-        f"<h3>{esc(nb.name)}{' <span class=badge>extra credit</span>' if nb.extra else ''}</h3>",
-        "<table><tr><th>test / check</th><th class='num'>points</th><th>passed</th>"
-        "<th class='num'>mean</th><th>most common failures (students)</th></tr>",
-    ]
-    for test in nb.tests.values():
-        rate = test.full / test.runs if test.runs else 0.0
-        errors = "".join(
-            f"<div class='msg'>{count} &times; stopped: {esc(m)}</div>"
-            for m, count in test.errors.most_common(TOP_MESSAGES)
-        )
-        lines.append(
-            f"<tr><td><b><code>{esc(test.grade_id)}</code></b></td>"
-            f"<td class='num'>{report.num(test.points, 2)}</td>"
-            f"<td class='nowrap'>{_bar(rate)} {_pct(test.full, test.runs)} of {test.runs}</td>"
-            f"<td class='num'>{report.num(test.score / test.runs if test.runs else 0.0, 2)}</td>"
-            f"<td>{errors}</td></tr>"
-        )
-        for check in test.checks.values():
-            share = check.passed / check.runs if check.runs else 0.0
-            messages = "".join(
-                f"<div class='msg'>{count} &times; {esc(m)}</div>"
-                for m, count in check.messages.most_common(TOP_MESSAGES)
-            )
-            more = len(check.messages) - TOP_MESSAGES
-            if more > 0:
-                messages += f"<div class='muted'>and {more} other message(s)</div>"
-            lines.append(
-                f"<tr><td style='padding-left:1.5em'>{esc(check.description)}</td>"
-                f"<td class='num'>{report.num(check.points, 2)}</td>"
-                f"<td class='nowrap'>{_bar(share)} {_pct(check.passed, check.runs)}</td><td></td>"
-                f"<td>{messages}</td></tr>"
-            )
-    return "".join(lines) + "</table>"
+def _seconds(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    return {"n": len(values), "median": statistics.median(values),
+            "mean": statistics.mean(values), "slowest": max(values),
+            "total": sum(values)}  # fmt: skip
 
 
 def page(
     stats: dict[str, NotebookStats], rows: list[report.Row], images: list[str], title: str
 ) -> str:
-    """The report's HTML."""
-    students = report.by_student(rows)
-    alt = {
-        IMAGES[0]: "score distributions per notebook and for the assignment",
-        IMAGES[1]: "pass rate of every test",
-        IMAGES[2]: "grading seconds per notebook",
-    }
-    figure = {n: f"<p><img src='{n}' alt='{alt[n]}' style='max-width:100%'></p>" for n in images}
-    parts = [
-        f"<h1>Class report</h1><p class='muted'>{esc(title)}: {len(students)} student(s), "
-        f"{sum(len(n.totals) for n in stats.values())} graded notebook(s)</p>",
-        "<h2>Scores</h2>",
-        figure.get(IMAGES[0], ""),
-        _waiting_note(stats),
-        _score_table(stats, rows),
-        "<p class='muted'>Totals include the written answers, 0 until a grader scores them "
-        "(make formgrade, then make feedback). The same parts, autograded tests and written "
-        "answers apart:</p>",
-        _apart_table(stats),
-        "<h2>Tests and checks</h2><p class='muted'>passed: the share of graded notebooks with "
-        "the test's full marks (per check: that passed the check); failures: the judge's "
-        "messages, with how many students got each.</p>",
-        figure.get(IMAGES[1], ""),
-        *(_tests_section(nb) for nb in stats.values()),
-        "<h2>Flags</h2>",
-        _flag_table(stats),
-        "<h2>For review</h2><p class='muted'>What the advisory scan noted in students' code "
-        "(code that reaches the kernel or the grading machinery): for the instructor to look "
-        "at, never shown to students; no points were changed.</p>",
-        _review_table(rows),
-        "<h2>Grading time</h2><p class='muted'>seconds per notebook and student: the kernel "
-        "run in quick mode (the judge of all the student's notebooks comes after).</p>",
-        figure.get(IMAGES[2], ""),
-        _seconds_table(stats),
-    ]
-    return report.html_page("Class report", "".join(parts), csp=REPORT_CSP)
-
-
-def _waiting_note(stats: dict[str, NotebookStats]) -> str:
-    waiting = sum(nb.waiting for nb in stats.values())
-    if not waiting:
-        return ""
-    return (
-        f"<p class='box first'><b>Provisional:</b> {waiting} graded notebook(s) have written "
-        "answers waiting for a grader; they count 0 in the totals and full marks below, and "
-        "the Canvas file is canvas-PROVISIONAL.csv until every answer is graded.</p>"
+    """The report's HTML (``templates/classreport.html.j2``)."""
+    kinds = ["ok", *report.FLAGS]
+    total = Counter()
+    for nb in stats.values():
+        total.update(nb.flags)
+    return pages.render(
+        "classreport.html.j2",
+        title="Class report",
+        csp=REPORT_CSP,
+        class_title=title,
+        students=len(report.by_student(rows)),
+        graded=sum(len(n.totals) for n in stats.values()),
+        images=images,
+        images_named=IMAGES,
+        alt=ALT,
+        waiting=sum(nb.waiting for nb in stats.values()),
+        scores=_score_rows(stats, rows),
+        apart=_apart_rows(stats),
+        notebooks=[
+            {"name": nb.name, "extra": nb.extra, "tests": _test_rows(nb)} for nb in stats.values()
+        ],
+        kinds=kinds,
+        flag_rows=[(nb.name, nb.flags) for nb in stats.values()],
+        flag_total=total,
+        review=_review_rows(rows),
+        seconds=[(nb.name, _seconds(nb.seconds)) for nb in stats.values()],
     )
 
 

@@ -41,13 +41,13 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
+from markupsafe import Markup
 from nbformat import NotebookNode
 
-from . import judge, notebooks, report, sanitise
+from . import judge, notebooks, pages, report, sanitise
 from .gradebook import Marks, read_marks
 from .nbgrader_dir import GradingDir
-
-esc = html.escape
+from .pages import num
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def render_markdown(text: str, attachments: dict | None = None) -> str:
             return MarkdownWithMath(renderer=renderer).render(safe)
         except Exception:  # the renderer failed on it: show the text
             pass
-    return f"<pre>{esc(text)}</pre>"
+    return f"<pre>{html.escape(text)}</pre>"
 
 
 def written_answers(path: Path) -> dict[str, tuple[str, dict]]:
@@ -169,8 +169,9 @@ def own_results(path: Path, skipped: list[int]) -> dict[str, list[NotebookNode]]
 OWN_TEXT_CHARS = 4000  # characters of one text output shown on a feedback page
 
 
-def _own_output_html(out: NotebookNode) -> str:
-    """One of the student's own outputs, inert: text escaped, only a raster image as one."""
+def _own_output(out: NotebookNode) -> tuple[str, str] | None:
+    """One of the student's own outputs, inert: ``("text", text)`` (escaped by the template)
+    or ``(mime, base64)`` of a raster image checked by ``sanitise.raster``; None: nothing."""
     kind = out.get("output_type")
     text = ""
     if kind == "stream":
@@ -182,38 +183,13 @@ def _own_output_html(out: NotebookNode) -> str:
         for mime in ("image/png", "image/jpeg", "image/gif"):
             value = sanitise.raster(data.get(mime), mime)
             if value:
-                return f"<img alt='your plot' src='data:{mime};base64,{value}'>"
+                return mime, value
         text = _text(data.get("text/plain"))
     if not text.strip():
-        return ""
+        return None
     if len(text) > OWN_TEXT_CHARS:
         text = text[:OWN_TEXT_CHARS] + "\n..."
-    return f"<pre>{esc(sanitise.strip_ansi(text))}</pre>"
-
-
-def _own_section(outputs: list[NotebookNode]) -> str:
-    shown = [h for h in (_own_output_html(o) for o in outputs) if h]
-    if not shown:
-        return ""
-    return (
-        "<details class='own' open><summary>Your own results for this question (the outputs in the "
-        "notebook you handed in; the autograder did not run these cells)</summary>"
-        + "".join(shown)
-        + "</details>"
-    )
-
-
-def _first_error_section(first: dict | None) -> str:
-    """Where the student's own code first raised when grading (fixed words: the cell's grade
-    id and ``judging.raised_words``)."""
-    if not first:
-        return ""
-    return (
-        "<div class='box first'><h3>Start here: the first error in your code</h3><p>When "
-        f"grading, your cell <code>{esc(str(first.get('cell', '')))}</code> stopped: "
-        f"{esc(str(first.get('words', '')))}. Tests below that fail because a name is not "
-        "defined usually follow from this error: fix it first.</p></div>"
-    )
+    return "text", sanitise.strip_ansi(text)
 
 
 def _text(value: object) -> str:
@@ -229,84 +205,60 @@ def _status(score: float, points: float) -> tuple[str, str]:
     return ("part", "partly passed") if score > 0 else ("lost", "not passed")
 
 
-def _test_section(test: Test, verdict: dict | None, show_source: bool, graded: bool) -> str:
+def _test_view(test: Test, verdict: dict | None, show_source: bool, graded: bool) -> dict:
+    """What ``feedback.html.j2`` shows of one test."""
     score = float(verdict.get("score", 0.0)) if verdict else 0.0
     lines = test.docstring.split("\n")
-    title, more = lines[0], "\n".join(lines[1:]).strip()
     if verdict is None:
         status = ("lost", "not graded") if not graded else ("lost", "no result")
     else:
         status = _status(score, test.points)
-    parts = [
-        f"<div class='box'><h3>{esc(title or test.grade_id)}"
-        f"<span class='badge {status[0]}'>{status[1]}: "
-        f"{report.num(score, 4)} / {report.num(test.points, 4)}"
-        f"</span></h3><p class='muted'>test <code>{esc(test.grade_id)}</code></p>"
+    checks = [
+        {
+            "passed": bool(c["passed"]),
+            "description": str(c["description"]),
+            "points": float(c["points"]),
+            "message": "" if c["passed"] else str(c.get("message") or ""),
+        }
+        for c in (verdict or {}).get("checks") or []
     ]
-    if more:
-        parts.append(f"<p class='msg'>{esc(more)}</p>")
-    if verdict and verdict.get("checks"):
-        rows = []
-        for check in verdict["checks"]:
-            mark = (
-                "<span class='ok'>passed</span>"
-                if check["passed"]
-                else ("<span class='lost'>lost</span>")
-            )
-            message = "" if check["passed"] else esc(str(check.get("message") or ""))
-            rows.append(
-                f"<tr><td>{mark}</td><td>{esc(str(check['description']))}</td>"
-                f"<td class='num'>{report.num(float(check['points']), 4)}</td>"
-                f"<td class='msg'>{message}</td></tr>"
-            )
-        parts.append(
-            "<table><tr><th></th><th>what is checked</th><th class='num'>points</th>"
-            "<th>what went wrong</th></tr>" + "".join(rows) + "</table>"
-        )
-    if verdict and verdict.get("error"):
-        parts.append(
-            f"<p>The test cell stopped at an error: <span class='msg'>"
-            f"{esc(str(verdict['error']))}</span></p>"
-        )
-    if show_source:
-        parts.append(
-            f"<details><summary>the test's code</summary><pre>{esc(test.source)}</pre></details>"
-        )
-    parts.append("</div>")
-    return "".join(parts)
+    return {
+        "grade_id": test.grade_id,
+        "title": lines[0] or test.grade_id,
+        "more": "\n".join(lines[1:]).strip(),
+        "status": status[0],
+        "status_text": status[1],
+        "score": score,
+        "points": test.points,
+        "checks": checks,
+        "error": str((verdict or {}).get("error") or ""),
+        "source": test.source if show_source else None,
+    }
 
 
-def _written_section(
-    item: Written, answer: tuple[str, dict] | None, marks: Marks, own: list | None = None
-) -> str:
+def _written_view(
+    item: Written, answer: tuple[str, dict] | None, marks: Marks, own: list | None
+) -> dict:
+    """What ``feedback.html.j2`` shows of one written answer."""
     grade = marks.grade(item.grade_id)
+    most = num(item.points, 4)
     if grade is None:
-        state = ("lost", f"not graded: 0 / {report.num(item.points, 4)}")
+        state = ("lost", f"not graded: 0 / {most}")
     elif grade.manual is not None:
-        got, most = report.num(grade.manual, 4), report.num(item.points, 4)
-        state = (_status(grade.manual, item.points)[0], f"graded: {got} / {most}")
+        state = (_status(grade.manual, item.points)[0], f"graded: {num(grade.manual, 4)} / {most}")
     elif grade.needs_manual:
-        state = ("part", f"waits for a grader ({report.num(item.points, 4)} points)")
+        state = ("part", f"waits for a grader ({most} points)")
     else:
-        state = ("ok" if grade.score else "lost",
-                 f"{report.num(grade.score, 4)} / {report.num(item.points, 4)}")  # fmt: skip
-    parts = [
-        f"<div class='box'><h3>written answer <code>{esc(item.grade_id)}</code>"
-        f"<span class='badge {state[0]}'>{esc(state[1])}</span></h3>"
-    ]
-    if item.question:
-        parts.append(f"<div class='muted'>{item.question}</div>")
-    if answer is None:
-        parts.append("<p class='muted'>(no answer: the notebook was not graded)</p>")
-    else:
-        parts.append(f"<div class='answer'>{render_markdown(*answer)}</div>")
-    parts.append(_own_section(own or []))
-    comment = marks.comments.get(item.grade_id)
-    if comment:
-        parts.append(f"<div class='comment'><b>Grader's comment</b><p class='msg'>"
-                     f"{esc(comment)}</p></div>")  # fmt: skip
-    parts.append("</div>")
-    return "".join(parts)
+        state = ("ok" if grade.score else "lost", f"{num(grade.score, 4)} / {most}")
+    return {
+        "grade_id": item.grade_id,
+        "status": state[0],
+        "status_text": state[1],
+        "question": Markup(item.question),  # rendered and checked by render_markdown
+        "answer": None if answer is None else Markup(render_markdown(*answer)),
+        "own": [shown for shown in map(_own_output, own or []) if shown],
+        "comment": marks.comments.get(item.grade_id, ""),
+    }
 
 
 def notebook_page(
@@ -317,57 +269,32 @@ def notebook_page(
     show_source: bool = False,
     own: dict[str, list] | None = None,
 ) -> str:
-    """The feedback page of one student's notebook (see the module docstring); ``own``: the
-    student's own outputs by written answer (:func:`own_results`)."""
+    """The feedback page of one student's notebook (see the module docstring;
+    ``templates/feedback.html.j2``); ``own``: the student's own outputs by written answer
+    (:func:`own_results`)."""
     row = report.for_student(row)  # no instructor-only flag or note
     graded = bool(row.verdicts) or any(t in row.cells for t in (x.grade_id for x in info.tests))
-    extra = "<span class='badge'>extra credit</span>" if row.extra else ""
-    flags = "".join(
-        f"<li><b>{esc(f)}</b>: {esc(report.FLAG_HELP[f])}</li>"
-        for f in report.FLAGS
-        if f in row.flags
+    verdicts = row.verdicts or {}
+    first = row.first_error
+    return pages.render(
+        "feedback.html.j2",
+        title=f"{row.notebook}: {row.student}",
+        csp=pages.STRICT_CSP,
+        row=row,
+        shown_flags=[f for f in report.FLAGS if f in row.flags],
+        flag_help=report.FLAG_HELP,
+        first_error={"cell": str(first.get("cell", "")), "words": str(first.get("words", ""))}
+        if first
+        else None,
+        tests=[_test_view(t, verdicts.get(t.grade_id), show_source, graded) for t in info.tests],
+        written=[
+            _written_view(w, answers.get(w.grade_id), marks, (own or {}).get(w.grade_id))
+            for w in info.written
+        ],
+        written_max=sum(w.points for w in info.written),
+        waiting=any(g.needs_manual for g in marks.cells),
+        code_comments=[(g, marks.comments[g]) for g in info.code_answers if g in marks.comments],
     )
-    notes = "".join(f"<li>{esc(n)}</li>" for n in row.notes)
-    written_max = sum(w.points for w in info.written)
-    waiting = any(g.needs_manual for g in marks.cells)
-    parts = [
-        f"<p><a href='index.html'>&larr; all notebooks</a></p>"
-        f"<h1>{esc(row.notebook)}{extra}</h1><p class='muted'>{esc(row.student)}</p>",
-        f"<p>Points: <b>{report.num(row.total, 4)} / {report.num(row.max, 4)}</b> "
-        f"(tests {report.num(row.autograded, 4)} / {report.num(row.autograded_max, 4)}"
-        + (
-            f", written answers {report.num(row.manual, 4)} / {report.num(written_max, 4)}"
-            + (": some wait for a grader" if waiting else "")
-            if info.written
-            else ""
-        )
-        + ")</p>",
-    ]
-    if row.extra:
-        parts.append("<p class='muted'>An optional part: its points are extra credit.</p>")
-    if flags or notes:
-        parts.append(f"<ul>{flags}{notes}</ul>")
-    parts.append(_first_error_section(row.first_error))
-    if info.tests:
-        parts.append(
-            "<h2>Tests</h2><p class='muted'>Each test is split into checks, one per behaviour; "
-            "a check's points are lost only when that behaviour is wrong.</p>"
-        )
-        for test in info.tests:
-            verdict = row.verdicts.get(test.grade_id) if row.verdicts else None
-            parts.append(_test_section(test, verdict, show_source, graded))
-    if info.written:
-        parts.append("<h2>Written answers</h2>")
-        for item in info.written:
-            mine = (own or {}).get(item.grade_id)
-            parts.append(_written_section(item, answers.get(item.grade_id), marks, mine))
-    code_comments = [(g, marks.comments[g]) for g in info.code_answers if g in marks.comments]
-    if code_comments:
-        parts.append("<h2>Comments on your code</h2>")
-        for gid, comment in code_comments:
-            parts.append(f"<div class='comment'><b><code>{esc(gid)}</code></b>"
-                         f"<p class='msg'>{esc(comment)}</p></div>")  # fmt: skip
-    return report.html_page(f"{row.notebook}: {row.student}", "".join(parts))
 
 
 def write_feedback(

@@ -27,12 +27,11 @@ pages and files a student sees (``student_page``, ``feedback.py``, Gradescope's
 from __future__ import annotations
 
 import csv
-import html
 import io
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import notebooks
+from . import notebooks, pages
 
 FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review")
 REVIEW = "review"  # the advisory scan noted code for the instructor to look at
@@ -101,9 +100,7 @@ class Row:
         }
 
 
-def num(x: float, digits: int | None = None) -> str:
-    """A number of points as people write it (2, 0.5, 1.25); ``digits``: rounded first."""
-    return f"{x if digits is None else round(x, digits):g}"
+num = pages.num
 
 
 def for_student(row: Row) -> Row:
@@ -215,108 +212,28 @@ FLAG_HELP = {
 }
 
 
-# --- HTML pages -------------------------------------------------------------------------------
-
-# The look of every page the autograder writes: inline, so each page is one file that reads the
-# same offline.
-CSS = """
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f;
-       max-width: 62em; margin: 1.5em auto; padding: 0 1em; }
-h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
-h3 { font-size: 1.05em; margin: 0; }
-table { border-collapse: collapse; margin: .6em 0; }
-th, td { border: 1px solid #d0d0d7; padding: .3em .55em; text-align: left; vertical-align: top; }
-th { background: #f3f3f7; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-.muted { color: #666; } .ok { color: #17692f; } .lost { color: #a4161a; }
-.part { color: #8a5a00; }
-.box { border: 1px solid #d0d0d7; border-radius: 6px; padding: .7em 1em; margin: 1em 0; }
-.box.extra { border-style: dashed; }
-.box.first { border-color: #a4161a; background: #fff5f5; }
-details.own { margin: .6em 0; } details.own img { max-width: 100%; }
-.msg { white-space: pre-wrap; font-family: ui-monospace, Menlo, Consolas, monospace;
-       font-size: .88em; }
-.answer { background: #fafafc; border-left: 3px solid #b8b8c8; padding: .2em 1em; }
-.comment { background: #fff8e1; border-left: 3px solid #e0b000; padding: .4em 1em; }
-pre, code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .88em; }
-pre { background: #f6f6f9; padding: .6em; overflow-x: auto; }
-.bar { display: inline-block; height: .8em; background: #4c78a8; vertical-align: middle; }
-.nowrap { white-space: nowrap; }
-.badge { font-size: .8em; border: 1px solid currentColor; border-radius: 3px;
-         padding: 0 .3em; margin-left: .4em; white-space: nowrap; }
-"""
-# Pages made from student content load nothing and run nothing, whatever slipped through.
-STRICT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-
-
-def html_page(title: str, body: str, csp: str = STRICT_CSP) -> str:
-    """A self-contained HTML page: ``body`` (HTML, already escaped) under ``title`` (text)."""
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
-        f"<body>{body}</body></html>\n"
-    )
-
-
-def _notebook_table(rows: list[Row], feedback_files: dict[str, str]) -> str:
-    esc = html.escape
-    body = []
-    for r in map(for_student, rows):
-        link = feedback_files.get(r.notebook)
-        name = f'<a href="{esc(link)}">{esc(r.notebook)}</a>' if link else esc(r.notebook)
-        flags = "<br>".join(f"<b>{esc(f)}</b>: {esc(FLAG_HELP[f])}" for f in FLAGS if f in r.flags)
-        notes = "<br>".join(esc(n) for n in r.notes)
-        body.append(
-            f"<tr><td>{name}</td><td class='num'>{num(r.total)} / {num(r.max)}</td>"
-            f"<td>{flags or 'ok'}</td><td>{notes}</td></tr>"
-        )
-    return (
-        "<table><tr><th>notebook</th><th class='num'>points</th><th>flags</th><th>notes</th>"
-        "</tr>" + "".join(body) + "</table>"
-    )
+# --- HTML pages (templates/: pages.py) -------------------------------------------------------
 
 
 def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) -> str:
-    """A small HTML page for one student: points per notebook (extra credit apart), flags
-    explained (not the instructor-only ones), the behaviours lost, and links to the feedback
-    page of each notebook (``feedback_files``: notebook -> file name)."""
-    esc = html.escape
-    total = sum(r.total for r in regular(rows))
-    most = sum(r.max for r in regular(rows))
-    bonus = ""
-    if extra_credit(rows):
-        got = sum(r.total for r in extra_credit(rows))
-        bonus = f" and <b>{num(got)}</b> extra credit (optional parts, apart from the total)"
-    parts = [
-        f"<h1>{esc(student)}</h1><p>Total: <b>{num(total)} / {num(most)}</b>{bonus}</p>",
-        _notebook_table(regular(rows), feedback_files),
-    ]
-    if extra_credit(rows):
-        parts += [
-            "<h2>Extra credit (optional parts)</h2><p class='muted'>Points here come on top of "
-            "the total; a part not handed in costs nothing.</p>",
-            _notebook_table(extra_credit(rows), feedback_files),
-        ]
-    lost = [
-        f"<tr><td>{esc(r.notebook)}</td><td>{esc(test)}</td><td>{esc(what)}</td>"
-        f"<td class='num'>{num(points)}</td><td class='msg'>{esc(why)}</td></tr>"
-        for r in rows
-        for test, what, points, why in r.lost
-    ]
-    if lost:
-        parts.append(
-            "<h2>Points lost, by behaviour</h2><table><tr><th>notebook</th><th>test</th>"
-            "<th>what was checked</th><th class='num'>points</th><th>what went wrong</th></tr>"
-            + "".join(lost)
-            + "</table>"
-        )
-    parts.append(
-        "<p class='muted'>Each notebook's page says what every test checks, which checks "
-        "passed, and the written answers' grades and comments.</p>"
+    """A small HTML page for one student (``templates/student.html.j2``): points per notebook
+    (extra credit apart), flags explained (not the instructor-only ones), the behaviours lost,
+    and links to the feedback page of each notebook (``feedback_files``: notebook -> file)."""
+    return pages.render(
+        "student.html.j2",
+        title=f"{student}: grades",
+        csp=pages.STRICT_CSP,
+        student=student,
+        total=sum(r.total for r in regular(rows)),
+        most=sum(r.max for r in regular(rows)),
+        bonus=sum(r.total for r in extra_credit(rows)),
+        regular=[for_student(r) for r in regular(rows)],
+        extra=[for_student(r) for r in extra_credit(rows)],
+        lost=[(r.notebook, *item) for r in rows for item in r.lost],
+        files=feedback_files,
+        flags=FLAGS,
+        flag_help=FLAG_HELP,
     )
-    return html_page(f"{student}: grades", "".join(parts))
 
 
 # --- the LMS export ---------------------------------------------------------------------------

@@ -50,17 +50,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
 import numpy as np
 from copydetect import CodeFingerprint, compare_files
 from nbformat import NotebookNode
 
-from . import intake, nbgrader_dir, notebooks
+from . import intake, nbgrader_dir, notebooks, pages
 from .config import Course, SimilaritySettings
 from .grading import list_students
 from .nbgrader_dir import STUDENT_ID
 
-TEMPLATE = Path(__file__).resolve().parent / "templates" / "similarity.html.j2"
+TEMPLATE = "similarity.html.j2"  # in templates/ (pages.py)
 HTML_NAME, CSV_NAME = "similarity.html", "similarity.csv"
 CSV_COLUMNS = ("rank", "notebook", "student_a", "student_b", "score", "share_a", "share_b",
                "matched_tokens")  # fmt: skip
@@ -497,15 +496,9 @@ def write_csv(report: Report, path: Path) -> None:
 
 def render(report: Report, assignment: str) -> str:
     """The page (``templates/similarity.html.j2``, every value escaped by Jinja2)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATE.parent),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
     shown = report.pairs[: report.settings.max_pairs]
-    return env.get_template(TEMPLATE.name).render(
+    return pages.render(
+        TEMPLATE,
         assignment=assignment,
         report=report,
         settings=report.settings,

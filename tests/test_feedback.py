@@ -195,3 +195,33 @@ def test_pages_leave_the_review_flag_and_notes_out():
         assert "tampered" in text and "edited locked cell test_add" in text  # the course's cells
         assert "review" not in text and "ctypes" not in text
     assert row.flags == ["tampered", "review"] and len(row.notes) == 2  # the row is unchanged
+
+
+def test_every_value_on_the_pages_is_escaped():
+    """The pages come from templates with autoescape on: a string from a student's run (a check
+    message, an error, a file name in a note, a comment) never becomes markup; only the
+    Markdown that render_markdown made inert does."""
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    row = report.Row("ann", "1_sums", autograded=0.5, autograded_max=1.0, manual=0.0,
+                     manual_max=1.0)  # fmt: skip
+    row.flags, row.notes = ["renamed"], [f"handed in as {evil}.ipynb"]
+    check = {"passed": False, "description": f"add {evil}", "points": 0.5, "message": evil}
+    row.verdicts = {"test_add": {"score": 0.5, "checks": [check], "error": evil}}
+    row.lost = [("test_add", f"add {evil}", 0.5, evil)]
+    row.first_error = {"cell": evil, "words": evil}
+    info = feedback.Material(
+        "1_sums",
+        (feedback.Test("test_add", 1.0, f"{evil}\n{evil}", evil),),
+        (feedback.Written("q1", 1.0, "<p>Why?</p>"),),
+        ("add",),
+    )
+    marks = gradebook.Marks(comments={"q1": evil, "add": evil})
+    own = {"q1": [nbformat.v4.new_output("stream", name="stdout", text=evil)]}
+    page = feedback.notebook_page(row, info, marks, {"q1": (evil, {})}, True, own)
+    index = report.student_page("ann", [row], {"1_sums": "1_sums.html"})
+    for text in (page, index):
+        assert "<script" not in text and "<img src=x" not in text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<p>Why?</p>" in page  # the question: Markdown the course rendered
+    # every place of the page shows it: title, checks, error, source, note, comments, own run
+    assert page.count("&lt;script&gt;") >= 10

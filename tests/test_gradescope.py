@@ -106,6 +106,7 @@ def test_zip_holds_what_grading_needs_and_nothing_else(course_zip):
         assert (infos[script].external_attr >> 16) & 0o777 == 0o755
     assert {"course.toml", "autograder/nbgrader_config.py"} <= names
     assert {f"autograder/{p.name}" for p in (ROOT / "autograder").glob("*.py")} <= names
+    assert {"autograder/templates/page.html.j2", "autograder/templates/page.css"} <= names
     package = {"pyproject.toml", "README.md", "course_lib/__init__.py", "course_lib/wire.py",
                "course_lib/data/sense_and_sensibility.txt"}  # fmt: skip
     assert {f"package/{n}" for n in package} <= names

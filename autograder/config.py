@@ -24,6 +24,18 @@ from .limits import Limits
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = "course.toml"
+# The grader's own files in autograder/ (beside the course's data there): its modules and the
+# templates of its pages (pages.py). What a copy of the grader holds: the Gradescope zip
+# (gradescope.code_files), the cluster image (deploy/Containerfile's COPY lines).
+GRADER_CODE = ("*.py", "templates/*.*")
+
+
+def grader_code_files() -> list[Path]:
+    """The grader's own files (:data:`GRADER_CODE`) in this repository."""
+    grader = REPO_ROOT / "autograder"
+    return sorted(p for pattern in GRADER_CODE for p in grader.glob(pattern))
+
+
 PLACEHOLDERS = ("{{GITHUB_REPO}}", "{{BRANCH}}")
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")

@@ -160,11 +160,9 @@ def code_files() -> dict[Path, Path]:
     """The repository's files the container needs: where each goes in the zip -> where it is
     in the repository. The grader at the top; in ``package/``, what ``pip install`` reads
     (course_lib with its data)."""
-    grader = REPO_ROOT / "autograder"
-    # pages.py's templates for the pages a grading run writes; not the instructors' reports'
-    pages = [p for p in (grader / "templates").glob("*.*") if not p.name.startswith("similarity")]
-    code = [*grader.glob("*.py"), *pages]
-    files = {p.relative_to(REPO_ROOT): p for p in sorted(code)}
+    # not the similarity report's template: that report is for instructors, never made there
+    code = [p for p in config.grader_code_files() if p.name != "similarity.html.j2"]
+    files = {p.relative_to(REPO_ROOT): p for p in code}
     package = [REPO_ROOT / "pyproject.toml", REPO_ROOT / "README.md"]
     for path in sorted((REPO_ROOT / "course_lib").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".txt"):

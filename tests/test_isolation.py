@@ -490,9 +490,9 @@ def test_grading_as_its_own_uid_without_bubblewrap(open_dir):
     """No bubblewrap, root and setpriv: the class is graded right, each kernel as its own uid,
     and a student who goes looking for the course's files finds none of them."""
     repo = open_dir / "grader"  # the grader's repository: a copy of the autograder package
-    (repo / "autograder").mkdir(parents=True)
-    for path in (ROOT / "autograder").glob("*.py"):
-        shutil.copy(path, repo / "autograder" / path.name)
+    for path in config.grader_code_files():
+        (repo / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, repo / path.relative_to(ROOT))
     root = make_course(open_dir / "course")
     _class(root, grader=repo)
     repo.chmod(0o755)

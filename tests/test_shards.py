@@ -213,6 +213,11 @@ def test_containerfile_steps_are_make_setups():
     assert "ipykernel install --sys-prefix --name python3" in runs
     assert "bubblewrap" in runs and ".setup-done" in runs
     assert re.search(r"^FROM \S*python:3\.1[1-9]", text, re.M)
+    # the grader's own files, every kind of them (its modules, its pages' templates)
+    copied = re.findall(r"^COPY (\S+) (\S+)$", text, re.M)
+    for pattern in config.GRADER_CODE:
+        folder = f"autograder/{Path(pattern).parent}/".replace("/./", "/")
+        assert (f"autograder/{pattern}", "autograder/") in copied or (folder, folder) in copied
 
 
 def test_gradebook_copy_keeps_a_graders_score(tmp_path):

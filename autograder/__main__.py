@@ -14,6 +14,7 @@ formgrade, bench, similarity).
     python -m autograder [--root DIR] feedback [--demo]
     python -m autograder [--root DIR] audit [--cell GRADE_ID] [--jobs N] [--fresh] [--no-confirm]
     python -m autograder [--root DIR] similarity [--reference DIR] [--demo]
+    python -m autograder [--root DIR] settings
 
 ``--root`` is the course repository (default: this one); its ``course.toml`` holds the settings.
 """
@@ -125,6 +126,15 @@ def _formgrade(course: config.Course, args: argparse.Namespace) -> int:
     from .nbgrader_dir import formgrade
 
     return formgrade(course, demo_class=args.demo)
+
+
+def _settings(course: config.Course, args: argparse.Namespace) -> int:
+    from .settings import describe
+
+    current = {name: getattr(course, name) for name in config.TABLES}
+    print(f"# {course.root / config.CONFIG_FILE}: every setting, its value, type and meaning")
+    print(describe(config.TABLES, current), end="")
+    return 0
 
 
 def _bench(course: config.Course, args: argparse.Namespace) -> int:
@@ -242,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-confirm", action="store_true", help="do not grade survivors again in fresh kernels"
     )
     p.set_defaults(run=_audit)
+
+    p = sub.add_parser("settings", help="every setting of course.toml: value, type, meaning")
+    p.set_defaults(run=_settings)
 
     p = sub.add_parser("similarity", help="instructors: similar answers (similarity.py)")
     p.add_argument("--reference", type=Path, default=None, help="a folder of reference code")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import Limits
+from .settings import ConfigError, read_table, setting
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFIG_FILE = "course.toml"
@@ -45,8 +46,7 @@ _BRANCH = re.compile(r"[A-Za-z0-9_./-]+")
 _ASSIGNMENT = re.compile(r"[A-Za-z0-9_-]+")
 
 
-class ConfigError(ValueError):
-    """``course.toml`` is missing or holds an invalid value."""
+__all__ = ["ConfigError"]  # settings.ConfigError, raised by load() too
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,14 @@ class GradeSettings:
     """The ``[grade]`` table: time limits (seconds), the number of parallel workers, and
     whether the static tamper scan runs (a second line: the judge decides every point)."""
 
-    cell_timeout: int = 300
-    demo_cell_timeout: int = 90
-    student_timeout: int = 1800
-    jobs: int = 0
-    tamper_scan: bool = True
-    extra_credit: tuple[str, ...] = ()  # notebooks graded as extra credit (optional parts)
+    cell_timeout: int = setting(300, "seconds one cell may run when grading", minimum=1)
+    demo_cell_timeout: int = setting(90, "the same for the demo class", minimum=1)
+    student_timeout: int = setting(
+        1800, "wall-clock seconds for one student's whole assignment", minimum=1
+    )
+    jobs: int = setting(0, "parallel grading workers; 0: one per usable CPU core", minimum=0)
+    tamper_scan: bool = setting(True, "the advisory scan of student code (instructor-only notes)")
+    extra_credit: tuple[str, ...] = setting((), "notebooks graded as extra credit (optional)")
 
     def workers(self, jobs: int | None = None) -> int:
         """Parallel workers: ``jobs`` if given, else the setting; 0 means one per CPU core
@@ -96,34 +98,41 @@ def usable_cpus() -> int:
 class FeedbackSettings:
     """The ``[feedback]`` table: what the students' feedback pages show (``feedback.py``)."""
 
-    show_test_source: bool = False  # the checks' code: off, so the tests stay reusable
+    show_test_source: bool = setting(
+        False, "show each test's checks (its code): students then read the hidden tests"
+    )
 
 
 @dataclass(frozen=True)
 class AuditSettings:
     """The ``[audit]`` table: the mutation audit of the graded tests (``audit.py``)."""
 
-    min_killed: float = 0.0  # an answer cell whose tests catch a smaller share fails make audit
-    cell_timeout: int = 60  # seconds per cell when grading a mutant
-    show: int = 3  # surviving mutants printed per answer cell (all are in out/audit.md)
+    min_killed: float = setting(
+        0.0, "an answer cell whose tests catch a smaller share fails make audit", minimum=0,
+        maximum=1,
+    )  # fmt: skip
+    cell_timeout: int = setting(60, "seconds per cell when grading a mutant", minimum=1)
+    show: int = setting(3, "surviving mutants printed per answer cell", minimum=0)
 
 
 @dataclass(frozen=True)
 class LmsSettings:
     """The ``[lms]`` table: the gradebook export for the LMS (``report.write_canvas``)."""
 
-    canvas_column: str = ""  # the assignment's column in Canvas ("" : the assignment id)
+    canvas_column: str = setting("", "the assignment's column in Canvas; empty: its id")
 
 
 @dataclass(frozen=True)
 class SimilaritySettings:
     """The ``[similarity]`` table: the instructors' similarity report (``similarity.py``)."""
 
-    threshold: float = 0.4  # pairs scoring at least this are listed (0 to 1)
-    noise: int = 25  # copydetect's noise threshold: the shortest match counted (filtered chars)
-    common: int = 10  # a passage in more answers than this is common code (MOSS's -m)
-    max_pairs: int = 100  # pairs shown on the page (similarity.csv lists them all)
-    reference: str = ""  # a folder of reference code (relative to the course root); "": none
+    threshold: float = setting(
+        0.4, "pairs scoring at least this share are listed", minimum=0, maximum=1
+    )
+    noise: int = setting(25, "the shortest match counted (characters, names replaced)", minimum=5)
+    common: int = setting(10, "code in more answers than this is common code", minimum=0)
+    max_pairs: int = setting(100, "pairs shown on the page (the CSV lists them all)", minimum=0)
+    reference: str = setting("", "a folder of reference code (from the course root); empty: none")
 
 
 @dataclass(frozen=True)
@@ -217,6 +226,18 @@ class Course:
         return text.replace("{{GITHUB_REPO}}", self.github_repo).replace("{{BRANCH}}", self.branch)
 
 
+# The tables of course.toml that are settings (settings.py): name -> their class; a Course
+# holds each as the attribute of that name (course.grade, course.sandbox...).
+TABLES = {
+    "grade": GradeSettings,
+    "sandbox": Limits,
+    "feedback": FeedbackSettings,
+    "audit": AuditSettings,
+    "lms": LmsSettings,
+    "similarity": SimilaritySettings,
+}
+
+
 def load(root: Path | str | None = None) -> Course:
     """Read ``root/course.toml`` (``root`` defaults to this repository) and check its values."""
     root = Path(root or REPO_ROOT).resolve()
@@ -228,7 +249,6 @@ def load(root: Path | str | None = None) -> Course:
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path} is not valid TOML: {err}") from err
     course = data.get("course", {})
-    grade = data.get("grade", {})
     collect = data.get("collect", {})
     allowed = data.get("release", {}).get("allowed_copies", [])
     if not isinstance(allowed, list) or not all(isinstance(x, str) for x in allowed):
@@ -241,41 +261,8 @@ def load(root: Path | str | None = None) -> Course:
             raise ConfigError(f"{path}: set {key} (for example {example!r}), got {value!r}")
         return value
 
-    scan = grade.get("tamper_scan", True)
-    if not isinstance(scan, bool):
-        raise ConfigError(f"{path}: [grade] tamper_scan must be true or false")
-    extra = grade.get("extra_credit", [])
-    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
-        raise ConfigError(f"{path}: [grade] extra_credit must be a list of notebook names")
-    settings = GradeSettings(
-        **{
-            k: int(v)
-            for k, v in grade.items()
-            if k in GradeSettings.__dataclass_fields__ and k not in ("tamper_scan", "extra_credit")
-        },
-        tamper_scan=scan,
-        extra_credit=tuple(extra),
-    )
-    if min(settings.cell_timeout, settings.demo_cell_timeout, settings.student_timeout) <= 0:
-        raise ConfigError(f"{path}: the [grade] time limits must be positive seconds")
-    table = data.get("sandbox", {})
-    unknown = set(table) - set(Limits.__dataclass_fields__)
-    if unknown:
-        raise ConfigError(f"{path}: unknown [sandbox] settings {sorted(unknown)}")
-    if not isinstance(table.get("allow_unisolated", False), bool):
-        raise ConfigError(f"{path}: [sandbox] allow_unisolated must be true or false")
-    try:
-        limits = Limits(
-            **{
-                **table,
-                "enabled": bool(table.get("enabled", True)),
-                "hide": tuple(str(p) for p in table.get("hide", [])),
-            }
-        )
-    except TypeError as err:
-        raise ConfigError(f"{path}: [sandbox]: {err}") from err
-    if not all(isinstance(v, int) and v > 0 for v in limits.numbers().values()):
-        raise ConfigError(f"{path}: the [sandbox] limits must be positive integers")
+    settings = read_table(TABLES["grade"], data, "grade", path)
+    limits = read_table(TABLES["sandbox"], data, "sandbox", path)
     pattern = collect.get("pattern", "")
     try:
         groups = re.compile(pattern).groupindex
@@ -283,7 +270,10 @@ def load(root: Path | str | None = None) -> Course:
         raise ConfigError(f"{path}: [collect] pattern is not a regular expression: {err}") from err
     if not {"student_id", "file_id"} <= set(groups):
         raise ConfigError(f"{path}: [collect] pattern must name the groups student_id and file_id")
-    feedback, audit, lms, similarity = _feedback_audit_lms(data, path)
+    feedback, audit, lms, similarity = (
+        read_table(TABLES[name], data, name, path)
+        for name in ("feedback", "audit", "lms", "similarity")
+    )
     return Course(
         root=root,
         assignment=need(course, "assignment", _ASSIGNMENT, "a3"),
@@ -299,34 +289,6 @@ def load(root: Path | str | None = None) -> Course:
         lms=lms,
         similarity=similarity,
     )
-
-
-def _feedback_audit_lms(
-    data: dict, path: Path
-) -> tuple[FeedbackSettings, AuditSettings, LmsSettings, SimilaritySettings]:
-    """The ``[feedback]``, ``[audit]``, ``[lms]`` and ``[similarity]`` tables, checked."""
-    tables = {}
-    for name, cls in (("feedback", FeedbackSettings), ("audit", AuditSettings),
-                      ("lms", LmsSettings), ("similarity", SimilaritySettings)):  # fmt: skip
-        table = data.get(name, {})
-        fields = cls.__dataclass_fields__
-        unknown = set(table) - set(fields)
-        if unknown:
-            raise ConfigError(f"{path}: unknown [{name}] settings {sorted(unknown)}")
-        for key, value in table.items():
-            kind = type(getattr(cls(), key))
-            ok = isinstance(value, (int, float)) if kind is float else type(value) is kind
-            if not ok or (kind in (int, float) and value < 0):
-                raise ConfigError(f"{path}: [{name}] {key} must be a {kind.__name__} >= 0")
-        tables[name] = cls(**{k: _kind_cast(cls, k, v) for k, v in table.items()})
-    if tables["audit"].min_killed > 1:
-        raise ConfigError(f"{path}: [audit] min_killed is a share, between 0 and 1")
-    if tables["audit"].cell_timeout <= 0:
-        raise ConfigError(f"{path}: [audit] cell_timeout must be positive seconds")
-    similarity = tables["similarity"]
-    if similarity.threshold > 1 or similarity.noise < 5:
-        raise ConfigError(f"{path}: [similarity] threshold is a share (0 to 1), noise >= 5")
-    return tables["feedback"], tables["audit"], tables["lms"], similarity
 
 
 def _handout_points(table: object, path: Path) -> dict[str, HandoutPoints]:
@@ -350,8 +312,3 @@ def _handout_points(table: object, path: Path) -> dict[str, HandoutPoints]:
             )
         found[name] = HandoutPoints(float(entry["autograded"]), float(entry["manual"]))
     return found
-
-
-def _kind_cast(cls: type, key: str, value: object) -> object:
-    """``value`` as the type of ``cls``'s field ``key`` (an int where a float is expected)."""
-    return float(value) if isinstance(getattr(cls(), key), float) else value

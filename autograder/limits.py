@@ -9,20 +9,26 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from .settings import setting
+
 
 @dataclass(frozen=True)
 class Limits:
     """The ``[sandbox]`` table of ``course.toml``: resource limits of one notebook's kernel."""
 
-    memory_mb: int = 6144  # address space of each kernel process
-    processes: int = 256  # processes and threads of the sandbox user
-    file_mb: int = 256  # the largest file the kernel may write
-    scratch_mb: int = 512  # the scratch folder's size
-    output_kb: int = 512  # output kept per cell; the rest is dropped
-    notebook_seconds: int = 1200  # the whole notebook; each cell also has cell_timeout
-    enabled: bool = True  # False: no bwrap even where it works (limits still apply)
-    allow_unisolated: bool = False  # True: grade as the grader's user where nothing isolates
-    hide: tuple[str, ...] = ()  # folders emptied inside what the sandbox shows
+    memory_mb: int = setting(6144, "address space of each kernel process (MB)", minimum=1)
+    processes: int = setting(256, "processes and threads of the sandbox user", minimum=1)
+    file_mb: int = setting(256, "the largest file the kernel may write (MB)", minimum=1)
+    scratch_mb: int = setting(512, "the size of the kernel's scratch folder (MB)", minimum=1)
+    output_kb: int = setting(512, "output kept per cell; the rest is dropped (KB)", minimum=1)
+    notebook_seconds: int = setting(
+        1200, "the whole notebook (each cell also has [grade] cell_timeout)", minimum=1
+    )
+    enabled: bool = setting(True, "false: no bubblewrap even where it works (limits still apply)")
+    allow_unisolated: bool = setting(
+        False, "true: grade as the grader's own user where nothing isolates (trusted code only)"
+    )
+    hide: tuple[str, ...] = setting((), "folders emptied inside what the sandbox shows")
 
     def numbers(self) -> dict[str, int]:
         """The numeric limits by name."""

@@ -863,9 +863,9 @@ def test_kernel_command_without_isolation_keeps_limits(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "table, error",
     [
-        ("memory_mb = -1", "positive integers"),
+        ("memory_mb = -1", "[sandbox] memory_mb must be a positive integer, got -1"),
         ("memory = 100", "unknown [sandbox] settings"),
-        ("notebook_seconds = 'long'", "positive integers"),
+        ("notebook_seconds = 'long'", "[sandbox] notebook_seconds must be a positive integer"),
     ],
 )
 def test_bad_sandbox_settings_are_refused(tmp_path, table, error):

@@ -36,14 +36,6 @@ RESULT = "canary.json"
 # A folder where canary results are kept by key instead of in each course directory: the test
 # suite grades many copies of the same course, and one canary per distinct key is enough.
 RECORDS_ENV = "A3_CANARY_RECORDS"
-CONFIG = '''"""nbgrader settings of the canary (written by canary.py): the graded course's settings
-with this folder as the course directory."""
-import os
-
-here = os.path.dirname(os.path.abspath(__file__))
-load_subconfig(os.path.join(here, {course_config!r}))  # noqa: F821
-c.CourseDirectory.root = here  # noqa: F821
-'''
 
 
 @dataclass(frozen=True)
@@ -72,10 +64,7 @@ def folder(course: Course, gdir: GradingDir) -> GradingDir:
     """The canary's own course directory, beside the class's reports."""
     root = course.out_dir / "canary" / ("demo" if gdir.demo else "class")
     root.mkdir(parents=True, exist_ok=True)
-    text = CONFIG.format(course_config=os.path.relpath(gdir.root / "nbgrader_config.py", root))
-    target = root / "nbgrader_config.py"
-    if not target.exists() or target.read_text() != text:
-        notebooks.write_bytes(target, text.encode())
+    nbgrader_dir.write_derived_config(root, gdir.root / "nbgrader_config.py", "the canary")
     return GradingDir(root, gdir.assignment, demo=gdir.demo)
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -49,14 +48,6 @@ from .nbgrader_dir import GradingDir
 MANIFEST = "shard.json"
 MANIFEST_VERSION = 1
 FOLDER = re.compile(r"(\d+)-of-(\d+)")
-SHARD_CONFIG = '''"""nbgrader settings of one grading shard (written by shards.py): the course's
-settings with this folder as the course directory."""
-import os
-
-here = os.path.dirname(os.path.abspath(__file__))
-load_subconfig(os.path.join(here, {course_config!r}))  # noqa: F821
-c.CourseDirectory.root = here  # noqa: F821
-'''
 
 
 class ShardError(RuntimeError):
@@ -126,10 +117,7 @@ def prepare(course: Course, gdir: GradingDir, shard: Shard) -> tuple[Course, Sha
     root = shards_root(course, gdir.demo) / shard.name
     root.mkdir(parents=True, exist_ok=True)
     main_config = course.grader_dir / "nbgrader_config.py"
-    text = SHARD_CONFIG.format(course_config=os.path.relpath(main_config, root))
-    target = root / "nbgrader_config.py"
-    if not target.exists() or target.read_text() != text:
-        notebooks.write_bytes(target, text.encode())
+    nbgrader_dir.write_derived_config(root, main_config, f"grading shard {shard.name}")
     (root / MANIFEST).unlink(missing_ok=True)  # written again when this run finishes
     inbox = None if gdir.demo else gdir.submitted
     sdir = ShardDir(root, gdir.assignment, demo=gdir.demo, inbox=inbox)

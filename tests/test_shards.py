@@ -233,10 +233,7 @@ def test_gradebook_copy_keeps_a_graders_score(tmp_path):
     theirs = nbgrader_dir.GradingDir(ours.root / "out" / "shards" / "0-of-1", "a3")
     nbgrader_dir.generate_assignment(course, ours)
     theirs.root.mkdir(parents=True)
-    (theirs.root / "nbgrader_config.py").write_text(
-        "load_subconfig('../../../nbgrader_config.py')\n"
-        "import os\nc.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))\n"
-    )
+    nbgrader_dir.write_derived_config(theirs.root, ours.root / "nbgrader_config.py", "a shard")
     nbgrader_dir.generate_assignment(course, theirs)
     with Gradebook(theirs.db_url) as gb:
         for student in ("ann", "bob"):

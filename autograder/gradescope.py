@@ -362,8 +362,7 @@ def results(
 ) -> dict:
     """Gradescope's ``results.json`` for the one student's ``rows`` (module docstring)."""
     names = course.notebooks()
-    specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
-    tests_of = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
+    specs = judge.read_specs(gdir.judges, names)
     mine = {r.notebook: report.for_student(r) for r in rows if r.student == STUDENT}
     worker = (run.worker if run else {}).get("notebooks", {})
     tests = []
@@ -377,7 +376,7 @@ def results(
             score, most = row.cells.get(cell.grade_id, (0.0, cell.points))
             entry: dict = {"number": f"{i}.{j}", "max_score": most, "visibility": VISIBILITY}
             if cell.auto:
-                test = tests_of[name].tests.get(cell.grade_id)
+                test = specs[name].tests.get(cell.grade_id)
                 title = docstring(test.graded_source) if test else ""
                 entry["name"] = f"{prefix}{name} / {cell.grade_id}: {title}".rstrip(": ")
                 entry["score"] = score if graded else 0.0

@@ -117,7 +117,7 @@ def list_students(gdir: GradingDir) -> list[str]:
 
 
 def rows_for(
-    student: str, run: StudentRun | None, specs: dict[str, notebooks.NotebookSpec],
+    student: str, run: StudentRun | None, specs: dict[str, judge.Spec],
     scores: Scores, cell_timeout: int, problem: str = "", extra: tuple[str, ...] = (),
 ) -> list[report.Row]:  # fmt: skip
     """The report rows of one student, from what the intake and worker saw and the gradebook
@@ -280,8 +280,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         demo.build(course, gdir)
     names = course.notebooks()
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
-    judges = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
-    specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
+    judges = judge.read_specs(gdir.judges, names)
     assignment_hash = gdir.source_stamp.read_text().strip()
     state = State(gdir)
     everyone = [s for s in list_students(gdir) if plan.shard is None or plan.shard.owns(s)]
@@ -380,7 +379,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     for student in everyone:
         run = state.students.get(student)
         rows += rows_for(
-            student, run, specs, scores, limit, invalid.get(student, ""), course.grade.extra_credit
+            student, run, judges, scores, limit, invalid.get(student, ""), course.grade.extra_credit
         )
     write_reports(course, gdir, rows, title=plan.title, log=log)
     seconds = round(time.perf_counter() - start, 1)
@@ -461,7 +460,7 @@ def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -
     limit = default_cell_timeout(course, gdir)
     with exclusive(gdir):
         names = course.notebooks()
-        specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
+        specs = judge.read_specs(gdir.judges, names)
         state = State(gdir)
         everyone = list_students(gdir)
         scores = read_scores(gdir.db_url, gdir.assignment, everyone)

@@ -102,6 +102,20 @@ class Spec:
     tests: dict[str, Test]
     judges: tuple[JudgeCell, ...]
     skip: tuple[str, ...] = ()  # the code of the cells tagged skip_in_grading (normalised)
+    # every graded cell (tests and written answers) with its points: what the notebook is worth
+    graded: tuple[notebooks.GradedCell, ...] = ()
+
+    @property
+    def autograded_max(self) -> float:
+        return sum(c.points for c in self.graded if c.auto)
+
+    @property
+    def manual_max(self) -> float:
+        return sum(c.points for c in self.graded if not c.auto)
+
+    @property
+    def max(self) -> float:
+        return self.autograded_max + self.manual_max
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -111,7 +125,13 @@ class Spec:
         data = json.loads(text)
         tests = {k: Test(**v) for k, v in data["tests"].items()}
         judges = tuple(JudgeCell(**j) for j in data["judges"])
-        return cls(data["name"], tests, judges, tuple(data.get("skip", ())))
+        if "graded" not in data:  # written before specs held the graded cells
+            raise ValueError(
+                f"the judge spec of {data['name']} was written by an older version of the "
+                "grader: run make grade once (it writes every spec again)"
+            )
+        graded = tuple(notebooks.GradedCell(**g) for g in data["graded"])
+        return cls(data["name"], tests, judges, tuple(data.get("skip", ())), graded)
 
     def skips(self, cell: NotebookNode) -> bool:
         """Whether ``cell`` may be left out of a grading run: a code cell whose code is, but
@@ -243,7 +263,12 @@ def spec_of(nb: NotebookNode, name: str) -> Spec:
             tests[current] = Test(current, notebooks.points(cell), graded_source(cell))
         elif is_judge(cell):
             judges.append(JudgeCell(current, cell.source, i))
-    return Spec(name, tests, tuple(judges), tuple(dict.fromkeys(skip)))
+    graded = tuple(
+        notebooks.GradedCell(notebooks.grade_id(c), notebooks.points(c), c.cell_type == "code")
+        for c in nb.cells
+        if notebooks.is_grade(c) and notebooks.grade_id(c)
+    )
+    return Spec(name, tests, tuple(judges), tuple(dict.fromkeys(skip)), graded)
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -396,3 +421,9 @@ def annotate(path: Path, verdicts: dict[str, TestVerdict]) -> None:
 
 def spec_path(specs: Path, name: str) -> Path:
     return specs / f"{name}.json"
+
+
+def read_specs(specs: Path, names: list[str]) -> dict[str, Spec]:
+    """The specs of ``names`` in the folder ``specs`` (a grading directory's ``judges/``,
+    written by ``nbgrader_dir.prepare_source``): notebook -> its spec."""
+    return {n: Spec.from_json(spec_path(specs, n).read_text()) for n in names}

@@ -170,33 +170,3 @@ class GradedCell:
     grade_id: str
     points: float
     auto: bool
-
-
-@dataclass(frozen=True)
-class NotebookSpec:
-    """What an assignment notebook is worth, read from its source (solution) notebook."""
-
-    name: str
-    graded: tuple[GradedCell, ...]
-
-    @property
-    def autograded_max(self) -> float:
-        return sum(c.points for c in self.graded if c.auto)
-
-    @property
-    def manual_max(self) -> float:
-        return sum(c.points for c in self.graded if not c.auto)
-
-    @property
-    def max(self) -> float:
-        return self.autograded_max + self.manual_max
-
-
-def spec(nb: NotebookNode, name: str) -> NotebookSpec:
-    """The graded cells of notebook ``name``."""
-    graded = tuple(
-        GradedCell(grade_id(c), points(c), auto=c.cell_type == "code")
-        for c in nb.cells
-        if is_grade(c) and grade_id(c)
-    )
-    return NotebookSpec(name, graded)

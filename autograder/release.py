@@ -265,7 +265,7 @@ def check_points(course: Course, solutions: dict[str, NotebookNode]) -> list[str
     there."""
     problems = []
     for name, nb in solutions.items():
-        spec = notebooks.spec(nb, name)
+        spec = judge.spec_of(nb, name)
         auto, manual = round(spec.autograded_max, 6), round(spec.manual_max, 6)
         fixed = course.points.get(name)
         if fixed is None:

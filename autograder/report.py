@@ -30,8 +30,12 @@ import csv
 import io
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import notebooks, pages
+
+if TYPE_CHECKING:
+    from . import judge
 
 FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review")
 REVIEW = "review"  # the advisory scan noted code for the instructor to look at
@@ -117,7 +121,7 @@ def is_review_note(note: str) -> bool:
     return note.startswith(REVIEW_NOTE)
 
 
-def empty_row(student: str, spec: notebooks.NotebookSpec, extra: bool = False) -> Row:
+def empty_row(student: str, spec: judge.Spec, extra: bool = False) -> Row:
     """A row worth nothing yet, with the notebook's maximums."""
     return Row(
         student,

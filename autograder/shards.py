@@ -40,7 +40,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import demo, grading, nbgrader_dir, notebooks, report
+from . import demo, grading, judge, nbgrader_dir, notebooks, report
 from .config import Course
 from .gradebook import read_scores
 from .nbgrader_dir import GradingDir
@@ -309,7 +309,7 @@ def merged_rows(
 ) -> list[report.Row]:
     """The report rows of ``everyone``, made as ``grade`` makes them (``grading.rows_for``)."""
     names = course.notebooks()
-    specs = {n: notebooks.spec(notebooks.read(gdir.source / f"{n}.ipynb"), n) for n in names}
+    specs = judge.read_specs(gdir.judges, names)
     scores = read_scores(gdir.db_url, gdir.assignment, everyone)
     rows: list[report.Row] = []
     for student in everyone:

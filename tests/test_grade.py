@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import config, demo, intake, nbgrader_dir, notebooks, ownrun, worker  # noqa: E402
+from autograder import config, demo, intake, judge, nbgrader_dir, notebooks, ownrun, worker  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "course"
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -462,8 +462,8 @@ def test_intake_repairs_what_grading_does_not_need():
 def test_extra_credit_is_shown_apart():
     from autograder import report
 
-    spec = notebooks.NotebookSpec("1_x", (notebooks.GradedCell("t", 2.0, True),))
-    extra = notebooks.NotebookSpec("5_x", (notebooks.GradedCell("u", 1.0, True),))
+    spec = judge.Spec("1_x", {}, (), graded=(notebooks.GradedCell("t", 2.0, True),))
+    extra = judge.Spec("5_x", {}, (), graded=(notebooks.GradedCell("u", 1.0, True),))
     done = report.empty_row("ann", spec)
     done.autograded = 2.0
     bonus = report.empty_row("ann", extra, extra=True)

@@ -12,7 +12,7 @@ import time
 import pytest
 from test_grade import ROOT, autograder, grades, make_course
 
-from autograder import config, demo, nbgrader_dir, notebooks
+from autograder import config, demo, judge, nbgrader_dir, notebooks
 
 # ---------------------------------------------------------------------------------------------
 # The repository's own notebooks: the demo class of the README's `make grade`.
@@ -101,7 +101,7 @@ def test_real_demo_class(real_demo):
     names = course.notebooks()
     rows = grades(root)
     sources = {n: notebooks.read(course.solutions_dir / f"{n}.ipynb") for n in names}
-    specs = {n: notebooks.spec(nb, n) for n, nb in sources.items()}
+    specs = {n: judge.spec_of(nb, n) for n, nb in sources.items()}
     cells = {
         n: sum(notebooks.is_solution(c) and c.cell_type == "code" for c in nb.cells)
         for n, nb in sources.items()

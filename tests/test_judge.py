@@ -78,6 +78,27 @@ class Replies:
         return self.reply
 
 
+def test_the_spec_holds_what_the_notebook_is_worth():
+    """One spec per notebook, written at release and read by grading, the reports and
+    Gradescope: its tests and judges, and every graded cell with its points."""
+    from nbformat.v4 import new_markdown_cell
+
+    meta = {"grade": True, "grade_id": "why", "locked": False, "points": 2.0, "solution": True,
+            "schema_version": 3}  # fmt: skip
+    nb = new_notebook(cells=[*SOLUTION.cells, new_markdown_cell("A", metadata={"nbgrader": meta})])
+    spec = judge.spec_of(nb, "nb")
+    assert [(c.grade_id, c.points, c.auto) for c in spec.graded] == [
+        ("test_double", 1.0, True),
+        ("why", 2.0, False),
+    ]
+    assert (spec.autograded_max, spec.manual_max, spec.max) == (1.0, 2.0, 3.0)
+    assert judge.Spec.from_json(spec.to_json()) == spec
+    old = json.loads(spec.to_json())
+    del old["graded"]  # a spec an older grader wrote: never read as worth nothing
+    with pytest.raises(ValueError, match="run make grade once"):
+        judge.Spec.from_json(json.dumps(old))
+
+
 def test_the_graded_form_is_the_docstring_alone():
     assert SPEC.tests["test_double"].graded_source == '"""double doubles."""\n'
     assert [j.test for j in SPEC.judges] == [None, "test_double"]

@@ -49,6 +49,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from . import judge, notebooks
@@ -326,8 +327,9 @@ def uses_torch(gdir: GradingDir) -> bool:
     return any("torch" in p.read_text(errors="replace") for p in gdir.judges.glob("*.json"))
 
 
-def _fork_server(tensors: bool = True):
-    """The grading run's fork server, started by its first worker (``tensors``: preload torch)."""
+def _fork_server(tensors: Callable[[], bool]):
+    """The grading run's fork server, started by its first worker (``tensors()``: preload torch,
+    asked once, when the server starts)."""
     global _server
     with _server_lock:
         if _server is None:
@@ -335,7 +337,7 @@ def _fork_server(tensors: bool = True):
             import multiprocessing
 
             context = multiprocessing.get_context("forkserver")
-            wanted = PRELOAD + (PRELOAD_TENSORS if tensors else ())
+            wanted = PRELOAD + (PRELOAD_TENSORS if tensors() else ())
             found = [m for m in wanted if importlib.util.find_spec(m.split(".")[0])]
             context.set_forkserver_preload(found)
             _server = context
@@ -357,11 +359,11 @@ class Started:
 
 
 def launch(
-    argv: list[str], log: Path, env: dict[str, str], cwd: Path, tensors: bool = True
+    argv: list[str], log: Path, env: dict[str, str], cwd: Path, tensors: Callable[[], bool]
 ) -> Started:
     """Start a worker that runs ``main(argv)`` in a session of its own, in ``cwd``, with the
     environment ``env`` and its output to ``log``: what ``python -m autograder.worker ARGV``
-    does, without importing nbgrader (and torch, with ``tensors``) again."""
+    does, without importing nbgrader (and torch, if ``tensors()``) again."""
     server = _fork_server(tensors)
     process = server.Process(target=_forked, args=(argv, str(log), env, str(cwd)))
     process.start()
@@ -461,7 +463,6 @@ def run(
     logs.mkdir(parents=True, exist_ok=True)
     result_file, log_file = logs / f"{student}.json", logs / f"{student}.log"
     start = time.perf_counter()
-    tensors = uses_torch(gdir)
     for attempt in range(2):
         result_file.unlink(missing_ok=True)
         argv = arguments(gdir, student, cell_timeout, result_file, limits or Limits())
@@ -471,7 +472,7 @@ def run(
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-"))
         scratch.chmod(0o711)  # a kernel under its own uid passes through to its run folder
         env = {**child_env(threads), "TMPDIR": str(scratch)}
-        proc = launch(argv, log_file, env, gdir.root, tensors)
+        proc = launch(argv, log_file, env, gdir.root, lambda: uses_torch(gdir))
         with _live_lock:
             _live.add(proc.pid)
         killed = False

@@ -29,13 +29,19 @@ class Limits:
         False, "true: grade as the grader's own user where nothing isolates (trusted code only)"
     )
     hide: tuple[str, ...] = setting((), "folders emptied inside what the sandbox shows")
+    fork_kernels: bool = setting(
+        False,
+        "true: with bubblewrap, a student's kernels are forked from one process in their "
+        "sandbox that imported ipykernel and `preload` once (false: a fresh process each)",
+    )
+    preload: tuple[str, ...] = setting((), "modules that process imports (fork_kernels)")
 
     def numbers(self) -> dict[str, int]:
         """The numeric limits by name."""
         return {
             k: v
             for k, v in asdict(self).items()
-            if k not in ("enabled", "allow_unisolated", "hide")
+            if k not in ("enabled", "allow_unisolated", "hide", "fork_kernels", "preload")
         }
 
     def to_json(self) -> str:
@@ -44,4 +50,5 @@ class Limits:
     @classmethod
     def from_json(cls, text: str) -> Limits:
         data = json.loads(text)
-        return cls(**{**data, "hide": tuple(data.get("hide", ()))})
+        tuples = {k: tuple(data.get(k, ())) for k in ("hide", "preload")}
+        return cls(**{**data, **tuples})

@@ -64,6 +64,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import importlib.util
+import logging
 import os
 import shutil
 import site
@@ -79,7 +80,9 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
+from . import zygote
 from .limits import Limits
+from .zygote import Zygote, ZygoteError
 
 # All the sandbox shows of the machine's own folders, read-only (with Python and course_lib).
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -148,6 +151,7 @@ class Status:
                 "sandbox: bubblewrap: course files hidden, read-only system, private scratch "
                 f"({limits.scratch_mb} MB), no network, own process namespace"
                 + (", unprivileged user" if self.unprivileged else "")
+                + (", kernels forked from one per student" if limits.fork_kernels else "")
             )
         elif mode == OWN_USER:
             lines += [
@@ -446,11 +450,13 @@ def kernel_command(
     status: Status,
     uid: int | None,
     connection_file: Path | None = None,
+    pid_1: bool = False,
 ) -> list[str]:
     """``cmd`` (the kernel's command) run in the sandbox, with the limits and a fixed
     environment. Isolated, the kernel reads ``connection_file`` (read-only) at
     :data:`INSIDE_CONNECTION` and makes its sockets next to it, in its size-limited scratch
-    file system: it can write nowhere else (``rundir`` stays the grader's)."""
+    file system: it can write nowhere else (``rundir`` stays the grader's). ``pid_1``: the
+    command is the sandbox's pid 1 (bwrap's ``--as-pid-1``: a zygote, see ``zygote.py``)."""
     rlimits = [
         "prlimit",
         f"--as={limits.memory_mb * 2**20}",
@@ -466,7 +472,7 @@ def kernel_command(
         home = rundir / "home"  # its working folder too (see Sandbox._fresh_home)
         env = [f"{k}={v}" for k, v in kernel_env(str(home)).items()]
         return ["env", "-i", f"--chdir={home}", *env, *_drop(uid), *rlimits, *cmd]
-    args = _bwrap(uid)
+    args = _bwrap(uid) + (["--as-pid-1"] if pid_1 else [])
     args += ["--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", "/tmp"]
     # Everything else starts out absent; the folders on the way to what is shown are made
     # (readable: bwrap would make them private to root).
@@ -526,6 +532,10 @@ class Sandbox:
             self.uid, self._uid_lock = _claim_uid(os.getpid())
             if self.mode == OWN_USER:
                 _kill_uid(self.uid)  # what a crashed worker's kernel of this uid left behind
+        # [sandbox] fork_kernels: the kernels of this student forked from one zygote
+        self.forking = self.mode == BWRAP and limits.fork_kernels
+        self.zygote: Zygote | None = None
+        self.forked_root: str | None = None  # the last kernel's sandbox root, when forked
         self.rundir = Path(tempfile.mkdtemp(prefix="a3-sbx-"))
         (self.rundir / "empty").mkdir()
         self.home = self.rundir / "home"  # the kernel's HOME and working folder outside bwrap
@@ -571,25 +581,65 @@ class Sandbox:
         shows a host path of the grader's. In mode :data:`REFUSED` no kernel starts."""
         if self.mode == REFUSED:
             raise RuntimeError(f"{NOT_ISOLATED} ({self.status.why(self.limits)})")
+        self.forked_root = None
+        if self.forking:
+            try:
+                stub = self._forked(cmd, connection_file)
+                self.forked_root = self.zygote.root
+                return stub
+            except ZygoteError as err:  # a kernel of its own instead, for good
+                logging.warning("kernels are not forked for this student: %s", err)
+                self.forking = False
+                self._end_zygote()
         if not self.isolated:
             self._fresh_home()
             if self.uid is not None and os.path.exists(connection_file):
                 os.chown(connection_file, self.uid, self.uid)  # read by the kernel in place
-        args = kernel_command(
-            cmd, self.rundir, self.limits, self.status, self.uid, Path(connection_file)
-        )
+        connection = Path(connection_file)
+        args = kernel_command(cmd, self.rundir, self.limits, self.status, self.uid, connection)
         if not self.isolated:
             return args
+        return self._bwrap_command(args, connection_file)
+
+    def _bwrap_command(self, args: list[str], connection_file: str | None) -> list[str]:
+        """``args`` (bwrap's), its options read from a file, the connection file (if any) from
+        a descriptor."""
         end = args.index("--")  # bwrap's options go in the file, the command stays
         argfile = self.rundir / f"bwrap-{uuid.uuid4().hex[:12]}.args"
         argfile.write_bytes(b"".join(a.encode() + b"\0" for a in args[1:end]))
+        if connection_file is None:
+            shell = f'args="$1"; shift; exec bwrap --args {ARGS_FD} "$@" {ARGS_FD}<"$args"'
+            return ["/bin/sh", "-c", shell, "sandbox", str(argfile), *args[end:]]
         shell = (
             f'args="$1"; conn="$2"; shift 2; exec bwrap --args {ARGS_FD} "$@" '
             f'{ARGS_FD}<"$args" {CONNECTION_FD}<"$conn"'
         )
         return ["/bin/sh", "-c", shell, "sandbox", str(argfile), connection_file, *args[end:]]
 
+    def _forked(self, cmd: list[str], connection_file: str) -> list[str]:
+        """The next kernel as a fork of this student's zygote (started on the first kernel,
+        again if a kernel ended it), the sandbox put back as a fresh one first: what
+        jupyter_client starts (the stub). :class:`ZygoteError` where that cannot be."""
+        _, args = zygote.kernel_args(cmd)
+        if self.zygote is not None and not self.zygote.alive():
+            self._end_zygote()
+        if self.zygote is None:
+            inside = zygote.program(cmd, self.limits.preload)
+            limits, status = self.limits, self.status
+            command = kernel_command(inside, self.rundir, limits, status, self.uid, pid_1=True)
+            folders = {SCRATCH: 0o777, INSIDE_RUN: 0o1777}
+            self.zygote = zygote.Zygote(self._bwrap_command(command, None), self.rundir, folders)
+        else:
+            self.zygote.reset()
+        return self.zygote.stub(connection_file, args)
+
+    def _end_zygote(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+
     def cleanup(self) -> None:
+        self._end_zygote()
         if self.mode == OWN_USER and self.uid is not None:
             _kill_uid(self.uid)
         shutil.rmtree(self.rundir, ignore_errors=True)
@@ -634,7 +684,7 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         await super()._async_launch_kernel(kernel_cmd, **kw)
         if self.sandbox is not None and self.sandbox.isolated:
-            root = await _sandbox_root(self.provisioner.process.pid)
+            root = self.sandbox.forked_root or await _sandbox_root(self.provisioner.process.pid)
             self.ip = f"{root}{SOCKET_PREFIX}"  # the same sockets, seen from outside
 
 

@@ -10,6 +10,8 @@ victim, hands in both solved, with a marker in an answer. The tests assert, per 
 1 scores no more than the control, the expected flags, no marker, no secret of the grader's
 environment and no host path in the attacker's outputs, and that the attack really ran; and for
 the class: the victim's grades, submission, the instructor sources and the gradebook are intact.
+Each student's kernels are forked from one zygote in their sandbox (``[sandbox] fork_kernels``,
+as the real course grades; ``tests/test_sandbox_forged.py`` grades in kernels of their own).
 Every attack runs as handed in: the advisory scan (``tamper.py``) only notes what reaches the
 machinery (the flag ``review``, for the instructor), so the judge alone must give them nothing.
 The attacks that forge a score inside the kernel are graded a second time with the scan off
@@ -58,6 +60,8 @@ file_mb = 32
 scratch_mb = 64
 output_kb = 64
 notebook_seconds = 40
+fork_kernels = true
+preload = ["torch"]
 
 [collect]
 pattern = '.*/(?P<student_id>[^/_]+)_(?:LATE_)?\\d+_\\d+_(?P<file_id>[^/]+\\.ipynb)$'

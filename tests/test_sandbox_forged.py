@@ -1,6 +1,8 @@
 """The attacks of ``tests/test_sandbox.py`` that forge a score inside the kernel, graded again
 with the advisory scan off (``[grade] tamper_scan = false``): they run in the kernel, and still
-get no more than the control, and nothing notes them (no ``review``)."""
+get no more than the control, and nothing notes them (no ``review``). Here every notebook's
+kernel is a process of its own (``[sandbox] fork_kernels = false``), the other mode of the
+sandbox."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from test_sandbox import (
 def forged(tmp_path_factory):
     """The score forgers graded with the tamper scan off: their attacks run in the kernel."""
     toml = TOML.replace("jobs = 2", "jobs = 2\ntamper_scan = false")
+    toml = toml.replace("fork_kernels = true", "fork_kernels = false")
     root, src, gdir = _course(tmp_path_factory.mktemp("forged"), toml=toml)
     for name in FORGERS:
         files = {"1_attention.ipynb": nbformat.writes(_attack_notebook(src, name)).encode()}

@@ -1,0 +1,207 @@
+"""A student's kernels forked from one process that imported the heavy modules once.
+
+Used where ``[sandbox] fork_kernels = true`` and bubblewrap isolates (``sandbox.Zygote``).
+Starting a kernel and importing torch costs about 3 CPU-seconds; a student hands in eight
+notebooks, each graded in a fresh kernel. Here one process per student, the *zygote*, imports
+ipykernel and ``[sandbox] preload`` once, inside that student's sandbox, and every notebook's
+kernel is a fork of it: a process that never ran a cell, with those modules already imported.
+
+Two programs in one file that needs nothing but the standard library (the sandbox does not
+show the autograder package, so the zygote runs as ``python -c <this file's text>``):
+
+``zygote SOCKET MODULE...`` (inside the sandbox)
+    imports ipykernel and MODULE..., listens on the Unix socket SOCKET (in the sandbox's
+    scratch) and serves one kernel at a time: for a request (the connection file's text, the
+    kernel's arguments, and the caller's standard streams) it forks a child that takes those
+    streams, starts a session of its own, writes the connection file and becomes ``python -m
+    ipykernel_launcher -f <it> ARGS``. It then waits until that child ends, and sends back its
+    exit status; when the caller goes away first, it kills the child. It never runs a cell.
+``stub SOCKET CONNECTION_FILE ARG...`` (the grader's side)
+    what jupyter_client starts as "the kernel process": it sends the request and waits for
+    the exit status. It lives exactly as long as the kernel, and killing it kills the kernel,
+    so jupyter_client's process checks mean what they mean for a kernel of its own.
+
+What a kernel leaves behind (processes it started, files in the scratch) the grader removes
+before the next kernel (``sandbox.Zygote.reset``). Every kernel of the zygote runs the same
+student's code, so a notebook that tampers with the zygote reaches only that student's own
+later notebooks, whose kernels run their code anyway; the grader judges replies to its own
+requests from outside, as for any kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+REQUEST_BYTES = 1 << 16  # a connection file and a few arguments
+CONNECTION = "/tmp/.kernel/connection.json"  # sandbox.INSIDE_CONNECTION
+HOME = "/tmp/work"  # sandbox.SCRATCH: the kernel's working folder
+
+
+def zygote(path: str, modules: list[str]) -> None:
+    import importlib
+
+    import ipykernel.kernelapp  # noqa: F401  (what every kernel imports first)
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as err:  # that kernel imports it itself, or fails as it would anyway
+            print(f"zygote: {name} not preloaded ({type(err).__name__})", file=sys.stderr)
+    # It runs as the sandbox's pid 1 (bwrap --as-pid-1): a signal from a kernel reaches it only
+    # through a handler, so it has none (its kernels get them back), and it reaps orphans.
+    handlers = {}
+    for number in signal.valid_signals():
+        try:
+            handler = signal.getsignal(number)
+        except (OSError, ValueError):
+            continue
+        if callable(handler):
+            handlers[number] = handler
+            signal.signal(number, signal.SIG_IGN)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.bind(path + ".new")
+    server.listen(4)
+    os.rename(path + ".new", path)  # there only once it accepts
+    me = os.getpid()
+    while True:
+        conn, _ = server.accept()
+        _reap(0)
+        try:
+            _serve(server, conn, handlers)
+        finally:
+            if os.getpid() == me:  # a kernel leaves through here too, its end kept open
+                conn.close()
+
+
+def _serve(server: socket.socket, conn: socket.socket, handlers: dict) -> None:
+    """One request: fork its kernel, wait for it, send back its exit status."""
+    try:
+        data, fds, _, _ = socket.recv_fds(conn, REQUEST_BYTES, 3)
+    except OSError:
+        return
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return
+    pid = os.fork()
+    if pid == 0:
+        server.close()
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        _become_kernel(conn, data, fds)
+    for fd in fds:
+        os.close(fd)
+    status = _watch(conn, pid)
+    try:
+        conn.send(str(status).encode())
+    except OSError:
+        pass
+
+
+def _watch(conn: socket.socket, pid: int) -> int:
+    """Wait until the kernel ``pid`` ends (its exit status) or the caller goes away (then kill
+    it first); reap every other child meanwhile."""
+    try:
+        ended = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        ended = None
+    waited = [conn] if ended is None else [conn, ended]
+    while True:
+        ready, _, _ = select.select(waited, [], [], 0.5)
+        if conn in ready and _gone(conn):
+            waited.remove(conn)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        status = _reap(pid)
+        if status is not None:
+            if ended is not None:
+                os.close(ended)
+            return status
+
+
+def _reap(pid: int) -> int | None:
+    """Reap every child that ended (as pid 1, every orphan of the sandbox is one): the exit
+    status of ``pid`` if it was among them."""
+    found = None
+    while True:
+        try:
+            done, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if done == 0:
+            return found
+        if done == pid:
+            found = os.waitstatus_to_exitcode(status)
+
+
+def _gone(conn: socket.socket) -> bool:
+    """Whether the caller closed its end (it sends nothing after its request)."""
+    try:
+        return not conn.recv(1)
+    except OSError:
+        return True
+
+
+def _become_kernel(conn: socket.socket, data: bytes, fds: list[int]) -> None:
+    """In the forked child: become the kernel the request asks for. It ends as that kernel's
+    process would: the interpreter's own exit (its exceptions, threads and exit handlers) once
+    ``ipykernel_launcher`` returns or raises, never back in the zygote's loop."""
+    import random
+    import runpy
+
+    # The kernel keeps its end of the caller's connection (not its own forks): the stub waits
+    # until the kernel is gone, even if the zygote goes first.
+    os.register_at_fork(after_in_child=conn.close)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.setsid()  # a session of its own, as jupyter_client starts a kernel
+    request = json.loads(data)
+    fd = os.open(CONNECTION, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+    with os.fdopen(fd, "w") as out:
+        out.write(request["connection"])
+    os.chdir(HOME)
+    random.seed()  # not the zygote's state: each kernel's own, as in a fresh process
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+    sys.argv = ["ipykernel_launcher", "-f", CONNECTION, *request["args"]]
+    sys.path[0] = os.getcwd()  # what `python -m` puts first
+    runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+    sys.exit(0)
+
+
+def stub(path: str, connection_file: str, args: list[str]) -> int:
+    with open(connection_file) as f:
+        request = json.dumps({"connection": f.read(), "args": args}).encode()
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    conn.connect(path)
+    socket.send_fds(conn, [request], [0, 1, 2])
+    reply = conn.recv(32).strip()  # when the kernel ends; b"" when the zygote ended first
+    try:
+        status = int(reply)
+    except ValueError:
+        return 1
+    return status if status >= 0 else 128 - status
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["zygote"] and len(argv) >= 2:
+        zygote(argv[1], argv[2:])
+    elif argv[:1] == ["stub"] and len(argv) >= 3:
+        sys.exit(stub(argv[1], argv[2], argv[3:]))
+    else:
+        sys.exit("usage: forkkernel.py zygote SOCKET MODULE... | stub SOCKET CONNECTION ARG...")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -11,7 +11,7 @@ zygote killed, the scratch file system emptied. Anything that goes wrong with it
 from __future__ import annotations
 
 import os
-import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -138,22 +138,17 @@ class Zygote:
                 raise ZygoteError("processes of the last kernel could not be killed")
         except psutil.Error as err:
             raise ZygoteError(f"the sandbox is gone ({type(err).__name__})") from None
-        scratch = Path(f"{self.root}/tmp")
-        keep_name = Path(INSIDE_FOLDER).name
+        scratch = f"{self.root}/tmp"
         try:
-            for entry in os.scandir(scratch):
-                if entry.name == keep_name:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
-                    os.unlink(entry.path)
+            _empty(scratch, os.lstat(scratch).st_dev, keep=Path(INSIDE_FOLDER).name)
             for inside, mode in self.folders.items():
                 made = Path(f"{self.root}{inside}")
                 made.mkdir()
                 made.chmod(mode)
         except OSError as err:
             raise ZygoteError(f"the scratch could not be emptied ({err.strerror})") from None
+        except RecursionError:
+            raise ZygoteError("the scratch could not be emptied (too deep)") from None
 
     def close(self) -> None:
         """End the sandbox, the zygote and whatever still runs in it."""
@@ -180,6 +175,30 @@ def _kill(procs) -> None:
         except psutil.Error:
             pass
     psutil.wait_procs(procs, timeout=10)
+
+
+def _empty(folder: str, device: int, keep: str = "") -> None:
+    """Remove what ``folder`` holds on the scratch file system (``device``) but ``keep`` (a
+    name in ``folder``). What the sandbox shows is mounted there (a course_lib or a Python in
+    ``/tmp`` of the machine): a mount point is another device, never entered nor removed, and
+    the folders on the way to one stay (``rmdir`` refuses them)."""
+    for entry in os.scandir(folder):
+        if entry.name == keep:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if info.st_dev != device:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            _empty(entry.path, device)
+            try:
+                os.rmdir(entry.path)
+            except OSError:  # it holds a mount point
+                pass
+        else:
+            os.unlink(entry.path)
 
 
 def _live(proc) -> bool:

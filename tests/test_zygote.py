@@ -45,6 +45,7 @@ def run(cells: list[str], timeout: int = 60) -> list[str]:
     ]
 
 
+SHOWN = sandbox.shown_paths()
 STATE = "import json, os; print(json.dumps({'pid': os.getpid(), 'tmp': sorted(os.listdir('/tmp')), 'here': sorted(os.listdir('.')), 'procs': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}))"  # noqa: E501
 LEAVE = """\
 import subprocess
@@ -55,14 +56,22 @@ print('left')
 """
 
 
-def test_the_next_kernel_starts_in_a_fresh_sandbox(box):
+def test_the_next_kernel_starts_in_a_fresh_sandbox(box, monkeypatch, tmp_path):
     """A kernel's files and processes (a daemon in a session of its own too) are gone when the
-    next kernel of the same student starts, which is a new process of the same zygote."""
-    first = run([STATE, LEAVE])
-    assert first[1].strip() == "left"
+    next kernel of the same student starts, which is a new process of the same zygote; what
+    the sandbox shows in the machine's /tmp (course_lib in a clone there) stays, untouched."""
+    shown = tmp_path / "shown"  # pytest's tmp_path is in /tmp: in the sandbox's scratch
+    shown.mkdir()
+    (shown / "kept.txt").write_text("shown")
+    monkeypatch.setattr(sandbox, "shown_paths", lambda: [*SHOWN, shown])
+    read = f"print(open({str(shown / 'kept.txt')!r}).read())"
+    first = run([STATE, LEAVE, read])
+    assert first[1].strip() == "left" and first[2] == "shown\n"
     before = json.loads(first[0])
     zygote_pid = box.zygote.pid
-    second = json.loads(run([STATE])[0])
+    second, again = run([STATE, read])
+    second = json.loads(second)
+    assert again == "shown\n" and (shown / "kept.txt").read_text() == "shown"
     assert box.zygote.pid == zygote_pid  # forked again, not a new sandbox
     assert second["pid"] != before["pid"]
     assert second["here"] == before["here"] == [".ipython"], second  # left.txt is gone

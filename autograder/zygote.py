@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from .worker import kill_all
+
 PROGRAM = Path(__file__).with_name("forkkernel.py")  # standard library only (runs inside too)
 INSIDE_FOLDER = "/tmp/.zygote"  # its socket, in the scratch: kept by reset
 INSIDE_SOCKET = f"{INSIDE_FOLDER}/socket"
@@ -133,7 +135,7 @@ class Zygote:
                 left = [p for p in top.children(recursive=True) if p.pid not in keep and _live(p)]
                 if not left:
                     break
-                _kill(left)
+                kill_all(left)
             else:
                 raise ZygoteError("processes of the last kernel could not be killed")
         except psutil.Error as err:
@@ -156,25 +158,13 @@ class Zygote:
 
         try:
             top = psutil.Process(self.process.pid)
-            _kill([*top.children(recursive=True), top])
+            kill_all([*top.children(recursive=True), top])
         except psutil.Error:
             pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-
-
-def _kill(procs) -> None:
-    """SIGKILL ``procs`` (psutil processes) and wait for them."""
-    import psutil
-
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=10)
 
 
 def _empty(folder: str, device: int, keep: str = "") -> None:

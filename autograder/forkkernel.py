@@ -42,8 +42,25 @@ CONNECTION = "/tmp/.kernel/connection.json"  # sandbox.INSIDE_CONNECTION
 HOME = "/tmp/work"  # sandbox.SCRATCH: the kernel's working folder
 
 
+PR_SET_DUMPABLE = 4  # prctl(2)
+
+
+def _dumpable(flag: int) -> None:
+    """prctl(PR_SET_DUMPABLE): 0 makes this process impossible to ptrace or to read and write
+    through ``/proc/<pid>/mem`` for another process of its uid (its kernels)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
 def zygote(path: str, modules: list[str]) -> None:
     import importlib
+
+    # Before anything else: its kernels (same uid) could otherwise attach to it, stay alive in
+    # it while the grader empties the scratch between kernels, and race the grader there.
+    _dumpable(0)
 
     import ipykernel.kernelapp  # noqa: F401  (what every kernel imports first)
 
@@ -159,6 +176,7 @@ def _become_kernel(conn: socket.socket, data: bytes, fds: list[int]) -> None:
 
     # The kernel keeps its end of the caller's connection (not its own forks): the stub waits
     # until the kernel is gone, even if the zygote goes first.
+    _dumpable(1)  # a kernel as any other process (the zygote's flag is inherited)
     os.register_at_fork(after_in_child=conn.close)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)

@@ -115,7 +115,17 @@ class Zygote:
             same = proc.create_time() == self.created and _live(proc)
         except psutil.Error:
             return False
-        return same and os.path.exists(self.socket)
+        return same and self._socket_in_place()
+
+    def _socket_in_place(self) -> bool:
+        """Whether the zygote's socket is still a socket in a folder, not a link: the stub
+        connects to it from the grader's side, where a link would be followed from the
+        machine's own root. (Checked between kernels: nothing but the zygote runs then.)"""
+        try:
+            folder, socket = os.lstat(f"{self.root}{INSIDE_FOLDER}"), os.lstat(self.socket)
+        except OSError:
+            return False
+        return stat.S_ISDIR(folder.st_mode) and stat.S_ISSOCK(socket.st_mode)
 
     def stub(self, connection_file: str, args: list[str]) -> list[str]:
         """What jupyter_client starts as the next kernel (call :meth:`reset` first)."""

@@ -81,6 +81,28 @@ def test_the_next_kernel_starts_in_a_fresh_sandbox(box, monkeypatch, tmp_path):
     assert not any("sleep" in p.name() for p in inside)
 
 
+def test_a_kernel_cannot_take_over_its_zygote(box):
+    """Its kernels run as its uid, but cannot attach to it nor touch its memory (it is not
+    dumpable): alive while the grader empties the scratch, it could race the grader there."""
+    code = (
+        "import ctypes\ntry:\n    open('/proc/1/mem', 'rb')\n    print('mem opened')\n"
+        "except OSError:\n    print('mem refused')\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('attached' if libc.ptrace(16, 1, 0, 0) == 0 else 'attach refused')\n"
+        "print(open('/proc/self/status').read().count('TracerPid:\\t0'))"
+    )
+    assert run([code]) == ["mem refused\nattach refused\n1\n"]
+
+
+def test_a_replaced_zygote_socket_is_never_followed(box):
+    """A kernel that puts a link where the zygote's socket was (to a path that exists on the
+    machine: the grader's side would follow it from its own root) costs that zygote: the next
+    kernel comes from a fresh one."""
+    run(["import os\nos.remove('/tmp/.zygote/socket')\nos.symlink('/tmp', '/tmp/.zygote/socket')"])
+    first = box.zygote.pid
+    assert run(["print(6 * 7)"]) == ["42\n"] and box.zygote.pid != first and box.forking
+
+
 def test_a_kernel_cannot_end_its_zygote_and_a_zygote_gone_is_started_again(box):
     """The zygote is the sandbox's pid 1: a kernel's signals do not reach it (it has no
     handler). One that is gone all the same (here killed from outside) is started again."""

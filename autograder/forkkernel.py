@@ -9,7 +9,7 @@ kernel is a fork of it: a process that never ran a cell, with those modules alre
 Two programs in one file that needs nothing but the standard library (the sandbox does not
 show the autograder package, so the zygote runs as ``python -c <this file's text>``):
 
-``zygote SOCKET MODULE...`` (inside the sandbox)
+``zygote SOCKET CONNECTION HOME MODULE...`` (inside the sandbox)
     imports ipykernel and MODULE..., listens on the Unix socket SOCKET (in the sandbox's
     scratch) and serves one kernel at a time: for a request (the connection file's text, the
     kernel's arguments, and the caller's standard streams) it forks a child that takes those
@@ -38,8 +38,6 @@ import socket
 import sys
 
 REQUEST_BYTES = 1 << 16  # a connection file and a few arguments
-CONNECTION = "/tmp/.kernel/connection.json"  # sandbox.INSIDE_CONNECTION
-HOME = "/tmp/work"  # sandbox.SCRATCH: the kernel's working folder
 
 
 PR_SET_DUMPABLE = 4  # prctl(2)
@@ -55,7 +53,9 @@ def _dumpable(flag: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
-def zygote(path: str, modules: list[str]) -> None:
+def zygote(path: str, where: dict[str, str], modules: list[str]) -> None:
+    """Serve kernels on the socket ``path``; ``where``: the kernel's ``connection`` file and
+    ``home`` (its working folder) inside the sandbox."""
     import importlib
 
     # Before anything else: its kernels (same uid) could otherwise attach to it, stay alive in
@@ -90,13 +90,13 @@ def zygote(path: str, modules: list[str]) -> None:
         conn, _ = server.accept()
         _reap(0)
         try:
-            _serve(server, conn, handlers)
+            _serve(server, conn, handlers, where)
         finally:
             if os.getpid() == me:  # a kernel leaves through here too, its end kept open
                 conn.close()
 
 
-def _serve(server: socket.socket, conn: socket.socket, handlers: dict) -> None:
+def _serve(server: socket.socket, conn: socket.socket, handlers: dict, where: dict) -> None:
     """One request: fork its kernel, wait for it, send back its exit status."""
     try:
         data, fds, _, _ = socket.recv_fds(conn, REQUEST_BYTES, 3)
@@ -111,7 +111,7 @@ def _serve(server: socket.socket, conn: socket.socket, handlers: dict) -> None:
         server.close()
         for number, handler in handlers.items():
             signal.signal(number, handler)
-        _become_kernel(conn, data, fds)
+        _become_kernel(conn, data, fds, where)
     for fd in fds:
         os.close(fd)
     status = _watch(conn, pid)
@@ -167,7 +167,7 @@ def _gone(conn: socket.socket) -> bool:
         return True
 
 
-def _become_kernel(conn: socket.socket, data: bytes, fds: list[int]) -> None:
+def _become_kernel(conn: socket.socket, data: bytes, fds: list[int], where: dict) -> None:
     """In the forked child: become the kernel the request asks for. It ends as that kernel's
     process would: the interpreter's own exit (its exceptions, threads and exit handlers) once
     ``ipykernel_launcher`` returns or raises, never back in the zygote's loop."""
@@ -185,14 +185,14 @@ def _become_kernel(conn: socket.socket, data: bytes, fds: list[int]) -> None:
             os.close(fd)
     os.setsid()  # a session of its own, as jupyter_client starts a kernel
     request = json.loads(data)
-    fd = os.open(CONNECTION, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+    fd = os.open(where["connection"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
     with os.fdopen(fd, "w") as out:
         out.write(request["connection"])
-    os.chdir(HOME)
+    os.chdir(where["home"])
     random.seed()  # not the zygote's state: each kernel's own, as in a fresh process
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
-    sys.argv = ["ipykernel_launcher", "-f", CONNECTION, *request["args"]]
+    sys.argv = ["ipykernel_launcher", "-f", where["connection"], *request["args"]]
     sys.path[0] = os.getcwd()  # what `python -m` puts first
     runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
     sys.exit(0)
@@ -213,12 +213,13 @@ def stub(path: str, connection_file: str, args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["zygote"] and len(argv) >= 2:
-        zygote(argv[1], argv[2:])
+    if argv[:1] == ["zygote"] and len(argv) >= 4:
+        zygote(argv[1], {"connection": argv[2], "home": argv[3]}, argv[4:])
     elif argv[:1] == ["stub"] and len(argv) >= 3:
         sys.exit(stub(argv[1], argv[2], argv[3:]))
     else:
-        sys.exit("usage: forkkernel.py zygote SOCKET MODULE... | stub SOCKET CONNECTION ARG...")
+        sys.exit("usage: forkkernel.py zygote SOCKET CONNECTION HOME MODULE... | "
+                 "stub SOCKET CONNECTION ARG...")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -82,7 +82,6 @@ from jupyter_client.manager import AsyncKernelManager
 
 from . import zygote
 from .limits import Limits
-from .zygote import Zygote, ZygoteError
 
 # All the sandbox shows of the machine's own folders, read-only (with Python and course_lib).
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -418,6 +417,7 @@ INSIDE_RUN = "/tmp/.kernel"  # the kernel's connection file and sockets, inside 
 ARGS_FD, CONNECTION_FD = 3, 4  # what bwrap reads its options and the connection file from
 INSIDE_CONNECTION = f"{INSIDE_RUN}/connection.json"
 SOCKET_PREFIX = f"{INSIDE_RUN}/kernel"  # ipc sockets: {SOCKET_PREFIX}-{port}
+RUN_MODE, SCRATCH_MODE = 0o1777, 0o777  # of INSIDE_RUN and SCRATCH, as bwrap makes them
 
 
 def kernel_env(home: str = SCRATCH) -> dict[str, str]:
@@ -488,10 +488,10 @@ def kernel_command(
     empty = rundir / "empty"  # what a hidden folder shows: nothing, read-only
     for path in sorted({Path(p) for p in limits.hide if Path(p).is_dir()}):  # in what is shown
         args += ["--ro-bind", str(empty), str(path)]
-    args += ["--perms", "1777", "--dir", INSIDE_RUN]
+    args += ["--perms", f"{RUN_MODE:04o}", "--dir", INSIDE_RUN]
     if connection_file is not None:  # a copy, read from fd 4 (see Sandbox.wrap): no host path
         args += ["--perms", "0444", "--ro-bind-data", str(CONNECTION_FD), INSIDE_CONNECTION]
-    args += ["--perms", "0777", "--dir", SCRATCH, "--chdir", SCRATCH]
+    args += ["--perms", f"{SCRATCH_MODE:04o}", "--dir", SCRATCH, "--chdir", SCRATCH]
     # Only the scratch (/tmp) stays writable: not the sandbox's root, not /dev (a tmpfs that an
     # unprivileged bwrap would leave to the kernel's user, outside the scratch limit).
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
@@ -534,7 +534,7 @@ class Sandbox:
                 _kill_uid(self.uid)  # what a crashed worker's kernel of this uid left behind
         # [sandbox] fork_kernels: the kernels of this student forked from one zygote
         self.forking = self.mode == BWRAP and limits.fork_kernels
-        self.zygote: Zygote | None = None
+        self.zygote: zygote.Zygote | None = None
         self.forked_root: str | None = None  # the last kernel's sandbox root, when forked
         self.rundir = Path(tempfile.mkdtemp(prefix="a3-sbx-"))
         (self.rundir / "empty").mkdir()
@@ -587,7 +587,7 @@ class Sandbox:
                 stub = self._forked(cmd, connection_file)
                 self.forked_root = self.zygote.root
                 return stub
-            except ZygoteError as err:  # a kernel of its own instead, for good
+            except zygote.ZygoteError as err:  # a kernel of its own instead, for good
                 logging.warning("kernels are not forked for this student: %s", err)
                 self.forking = False
                 self._end_zygote()
@@ -624,10 +624,10 @@ class Sandbox:
         if self.zygote is not None and not self.zygote.alive():
             self._end_zygote()
         if self.zygote is None:
-            inside = zygote.program(cmd, self.limits.preload)
+            inside = zygote.program(cmd, INSIDE_CONNECTION, SCRATCH, self.limits.preload)
             limits, status = self.limits, self.status
             command = kernel_command(inside, self.rundir, limits, status, self.uid, pid_1=True)
-            folders = {SCRATCH: 0o777, INSIDE_RUN: 0o1777}
+            folders = {SCRATCH: SCRATCH_MODE, INSIDE_RUN: RUN_MODE}
             self.zygote = zygote.Zygote(self._bwrap_command(command, None), self.rundir, folders)
         else:
             self.zygote.reset()

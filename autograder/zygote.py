@@ -30,11 +30,13 @@ class ZygoteError(RuntimeError):
     """The zygote cannot give a kernel (the grader then starts one of its own)."""
 
 
-def program(kernel_cmd: list[str], modules: tuple[str, ...]) -> list[str]:
+def program(kernel_cmd: list[str], connection: str, home: str, modules: tuple[str, ...]):
     """The zygote's command, run inside the sandbox: the kernel's Python and its options, the
-    program's text (the sandbox does not show the autograder) and what it preloads."""
+    program's text (the sandbox does not show the autograder), where each kernel finds its
+    ``connection`` file and works (``home``), and what it preloads."""
     python, _ = kernel_args(kernel_cmd)
-    return [*python, "-c", PROGRAM.read_text(), "zygote", INSIDE_SOCKET, *modules]
+    source = PROGRAM.read_text()
+    return [*python, "-c", source, "zygote", INSIDE_SOCKET, connection, home, *modules]
 
 
 def kernel_args(kernel_cmd: list[str]) -> tuple[list[str], list[str]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 
+from nbclient.util import run_sync
 from nbformat import NotebookNode
 from traitlets import Integer, Unicode
 
@@ -70,6 +71,7 @@ class GradeExecute(_execute_class()):
         # nbgrader's Execute passes its own kernel manager class as an argument (config loses).
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(*args, **kwargs)
+        self._iopub_wait = self.iopub_timeout  # as configured (_get_timeout cuts it)
 
     def preprocess(self, nb: NotebookNode, resources=None, km=None):
         """nbconvert's ``ExecutePreprocessor.preprocess``, with the tests run on the kernel
@@ -137,8 +139,12 @@ class GradeExecute(_execute_class()):
         return (self._deadline or float("inf")) - time.monotonic()
 
     def _get_timeout(self, cell: NotebookNode | None) -> int | None:
+        """The cell's time limit, within what is left of the notebook's. The wait for a
+        timed-out cell's last outputs (``iopub_timeout``, after the interrupt: a kernel that
+        stops answering never sends them) is cut to what is left too, at least a second."""
         timeout = super()._get_timeout(cell)
         remaining = max(1, int(self._remaining()))
+        self.iopub_timeout = min(self._iopub_wait, remaining)
         return remaining if timeout is None else min(timeout, remaining)
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
@@ -156,6 +162,10 @@ class GradeExecute(_execute_class()):
             ]
             return cell
         return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+    # nbclient binds ``execute_cell`` (what nbconvert's preprocess_cell calls) to its own
+    # ``async_execute_cell``: bound again here, or the limit above would never apply.
+    execute_cell = run_sync(async_execute_cell)
 
     def _charge(self, cell_index: int, size: int) -> bool:
         """Whether ``size`` more characters fit the cell's and the notebook's caps (then they

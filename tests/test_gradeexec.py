@@ -1,0 +1,60 @@
+"""Grading's execution of a notebook (``autograder/gradeexec.py``): the notebook's time limit
+holds even for a kernel that stops answering."""
+
+from __future__ import annotations
+
+import time
+
+from jupyter_client.manager import AsyncKernelManager
+from nbformat.v4 import new_code_cell, new_notebook
+from traitlets.config import Config
+
+from autograder import notebooks
+from autograder.gradeexec import GradeExecute
+
+NOTEBOOK_SECONDS = 8
+CELL_SECONDS = 3
+IOPUB_SECONDS = 15  # what the course's nbgrader_config.py sets
+
+
+def _run(cells: list[str], tmp_path) -> tuple[list, float]:
+    cfg = Config()
+    cfg.GradeExecute.notebook_timeout = NOTEBOOK_SECONDS
+    cfg.GradeExecute.iopub_timeout = IOPUB_SECONDS
+    cfg.GradeExecute.raise_on_iopub_timeout = False
+    cfg.GradeExecute.interrupt_on_timeout = True
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    start = time.monotonic()
+    runner = GradeExecute(config=cfg, timeout=CELL_SECONDS, kernel_manager_class=AsyncKernelManager)
+    runner.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    return nb.cells, time.monotonic() - start
+
+
+def _not_run(cell) -> bool:
+    return any(
+        o.get("ename") == notebooks.TIMEOUT_ENAME and "not run" in "".join(o.get("traceback", []))
+        for o in cell.outputs
+    )
+
+
+def test_a_kernel_that_stops_answering_costs_the_notebook_limit_not_a_limit_per_cell(tmp_path):
+    """A kernel that ignores the interrupt never ends its cell: each later cell would wait
+    its own time limit and then the wait for outputs (15 s), past the notebook's limit. The
+    notebook's limit holds: the cells after it are not run, and say so."""
+    # in the looping cell itself: ipykernel sets its own SIGINT handler before each cell
+    stuck = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(600)"
+    cells, seconds = _run(["print('ready')", stuck, "x = 1", "print(x)"], tmp_path)
+    assert [o.get("text") for o in cells[0].outputs] == ["ready\n"]
+    assert any(o.get("ename") == notebooks.TIMEOUT_ENAME for o in cells[1].outputs)
+    assert not _not_run(cells[1])
+    assert _not_run(cells[2]) and _not_run(cells[3])
+    # the limit, the kernel's start and its forced stop (5 s), with room for a busy machine;
+    # each later cell waiting its own limit and 15 s would be 36 s more
+    assert seconds < NOTEBOOK_SECONDS + 20, seconds
+
+
+def test_cells_within_the_limit_all_run(tmp_path):
+    cells, _ = _run(["x = 2", "print(x * 21)"], tmp_path)
+    assert [o.get("text") for o in cells[1].outputs] == ["42\n"]
+    assert not any(_not_run(c) for c in cells)

@@ -154,6 +154,20 @@ async def _lifetimes(box) -> tuple[list, int | None]:
     return left, stub.returncode
 
 
+def test_a_kernel_ends_as_python_ends(box):
+    """Its exit waits for its threads, then runs its exit handlers, as Python's exit does; it
+    skips only the teardown of what it shares with the zygote (``forkkernel._leave``)."""
+    code = (
+        "import atexit, threading, time\n"
+        "def late():\n    time.sleep(1)\n    open('thread.txt', 'w').write('thread')\n"
+        "def done():\n    open('exit.txt', 'w').write(open('thread.txt').read() + ' then exit')\n"
+        "atexit.register(done)\nthreading.Thread(target=late).start()\nprint('started')"
+    )
+    assert run([code]) == ["started\n"]
+    with open(f"{box.zygote.root}{sandbox.SCRATCH}/exit.txt") as fh:  # before the next kernel
+        assert fh.read() == "thread then exit"
+
+
 def test_a_zygote_that_cannot_start_gives_kernels_of_their_own(box, monkeypatch, caplog):
     broken = box.rundir / "broken.py"
     broken.write_text("import sys\nsys.exit('no zygote here')\n")

@@ -454,12 +454,25 @@ def become_subreaper() -> bool:
 
 
 def end_leftovers() -> int:
-    """Kill every process this one still has below it; return how many there were."""
+    """Kill every process this one still has below it; return how many were still running.
+    Not counted: grading's own fork server (stopped first), and the processes of sandboxes that
+    had ended (zombies, which come to this process as the subreaper: reaped here)."""
     import psutil
 
+    worker.stop_fork_server()
     procs = psutil.Process().children(recursive=True)
+    running = [p for p in procs if _running(p)]
     worker.kill_all(procs)
-    return len(procs)
+    return len(running)
+
+
+def _running(proc) -> bool:
+    import psutil
+
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def run(root: Path, log=print) -> dict:

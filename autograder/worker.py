@@ -320,6 +320,21 @@ _server = None
 _server_lock = threading.Lock()
 
 
+def stop_fork_server() -> None:
+    """Stop the grading run's fork server and multiprocessing's resource tracker, if started
+    (they live as long as this process otherwise: ``gradescope.end_leftovers`` counts what is
+    left). A later worker starts them again."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            return
+        from multiprocessing import forkserver, resource_tracker
+
+        forkserver._forkserver._stop()  # what CPython's own tests use (no public call)
+        resource_tracker._resource_tracker._stop()
+        _server = None
+
+
 def uses_torch(gdir: GradingDir) -> bool:
     """Whether the checks of ``gdir``'s assignment name torch (the repository's course does,
     the tiny test course does not): then the fork server imports it once for every worker. A

@@ -157,6 +157,8 @@ def test_real_course_student_on_gradescope_equals_make_grade(real_demo, tmp_path
     # The canary's key does not depend on where the course is: the zip's course found the one
     # the class's make grade passed (the suite shares canary records), with the same limits.
     assert "canary: full marks" not in out and "canary: grading" not in out
+    # nothing of an honest student's runs on (ended sandboxes, grading's own helpers: not counted)
+    assert "left running" not in out, out[-2000:]
     assert result["score"] == pytest.approx(sum(float(r["autograded"]) for r in rows.values()))
     assert 0 < result["score"]
     by_test = {name_parts(t): t for t in result["tests"]}

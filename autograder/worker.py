@@ -310,12 +310,13 @@ def arguments(
     ]  # fmt: skip
 
 
-# What every worker imports before it grades: nbgrader (~1.2 s), and torch (~1.6 s) for the
-# checks of a course that uses tensors (:func:`uses_torch`). Imported once per grading run, in
-# a fork server (multiprocessing's "forkserver": a fresh interpreter, no thread running when it
-# forks); each worker is a fork of it, a process of its own as before, that skips those imports.
+# What every worker imports before it grades: nbgrader (~1.2 s), and what the judge cells of the
+# assignment import (:func:`judge_imports`: torch ~1.6 s, course_lib's checks, scikit-learn's
+# metrics...). Imported once per grading run, in a fork server (multiprocessing's "forkserver":
+# a fresh interpreter, no thread running when it forks); each worker is a fork of it, a process
+# of its own as before, that skips those imports.
 PRELOAD = ("autograder.worker", "nbgrader.converters", "nbgrader.preprocessors")
-PRELOAD_TENSORS = ("torch",)
+FORK_PRELOAD = "A3_FORK_PRELOAD"  # the others, for forkpreload.py
 _server = None
 _server_lock = threading.Lock()
 
@@ -335,16 +336,33 @@ def stop_fork_server() -> None:
         _server = None
 
 
-def uses_torch(gdir: GradingDir) -> bool:
-    """Whether the checks of ``gdir``'s assignment name torch (the repository's course does,
-    the tiny test course does not): then the fork server imports it once for every worker. A
-    check that imports it anyway only pays for the import in its own worker."""
-    return any("torch" in p.read_text(errors="replace") for p in gdir.judges.glob("*.json"))
+def judge_imports(gdir: GradingDir) -> tuple[str, ...]:
+    """The modules the judge cells of ``gdir``'s assignment import at their top level (course
+    code, run by every worker: the repository's course imports torch, the tiny test course
+    nothing heavy). ``from a import b`` names ``a`` and ``a.b`` (the fork server skips what is no
+    module). A module imported inside a function is left to the worker that needs it."""
+    import ast
+
+    found: set[str] = set()
+    for path in sorted(gdir.judges.glob("*.json")):
+        try:
+            cells = json.loads(path.read_text())["judges"]
+            trees = [ast.parse(cell["source"]) for cell in cells]
+        except (OSError, ValueError, KeyError, TypeError, SyntaxError):
+            continue  # grading reports the spec's problem itself
+        for tree in trees:
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    found.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module)  # and each name that may be a submodule of it:
+                    found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return tuple(sorted(found))
 
 
-def _fork_server(tensors: Callable[[], bool]):
-    """The grading run's fork server, started by its first worker (``tensors()``: preload torch,
-    asked once, when the server starts)."""
+def _fork_server(modules: Callable[[], tuple[str, ...]]):
+    """The grading run's fork server, started by its first worker (``modules()``: what it
+    imports besides :data:`PRELOAD`, asked once, when the server starts)."""
     global _server
     with _server_lock:
         if _server is None:
@@ -352,9 +370,10 @@ def _fork_server(tensors: Callable[[], bool]):
             import multiprocessing
 
             context = multiprocessing.get_context("forkserver")
-            wanted = PRELOAD + (PRELOAD_TENSORS if tensors() else ())
-            found = [m for m in wanted if importlib.util.find_spec(m.split(".")[0])]
-            context.set_forkserver_preload(found)
+            found = [m for m in modules() if importlib.util.find_spec(m.split(".")[0])]
+            # The server inherits this environment when it starts (at the first worker).
+            os.environ[FORK_PRELOAD] = ",".join(found)
+            context.set_forkserver_preload([*PRELOAD, f"{__package__}.forkpreload"])
             _server = context
         return _server
 
@@ -374,12 +393,16 @@ class Started:
 
 
 def launch(
-    argv: list[str], log: Path, env: dict[str, str], cwd: Path, tensors: Callable[[], bool]
+    argv: list[str],
+    log: Path,
+    env: dict[str, str],
+    cwd: Path,
+    modules: Callable[[], tuple[str, ...]],
 ) -> Started:
     """Start a worker that runs ``main(argv)`` in a session of its own, in ``cwd``, with the
     environment ``env`` and its output to ``log``: what ``python -m autograder.worker ARGV``
-    does, without importing nbgrader (and torch, if ``tensors()``) again."""
-    server = _fork_server(tensors)
+    does, without importing nbgrader (and ``modules()``) again."""
+    server = _fork_server(modules)
     process = server.Process(target=_forked, args=(argv, str(log), env, str(cwd)))
     process.start()
     return Started(process)
@@ -487,7 +510,7 @@ def run(
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-"))
         scratch.chmod(0o711)  # a kernel under its own uid passes through to its run folder
         env = {**child_env(threads), "TMPDIR": str(scratch)}
-        proc = launch(argv, log_file, env, gdir.root, lambda: uses_torch(gdir))
+        proc = launch(argv, log_file, env, gdir.root, lambda: judge_imports(gdir))
         with _live_lock:
             _live.add(proc.pid)
         killed = False

@@ -1,0 +1,79 @@
+"""The workers' fork server imports, once per grading run, what every worker would import: nbgrader,
+and the modules the assignment's judge cells import at their top level (torch, course_lib's
+checks, scikit-learn's metrics for the repository's course); a module that fails to import is
+left to the worker that needs it, where grading reports the error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+from autograder import config, nbgrader_dir, worker  # noqa: E402
+
+
+def judges(tmp_path: Path, **sources: str) -> nbgrader_dir.GradingDir:
+    """A grading folder whose assignment has one judge spec per keyword (name: judge source)."""
+    folder = tmp_path / "judges" / "a3"
+    folder.mkdir(parents=True)
+    for name, source in sources.items():
+        (folder / f"{name}.json").write_text(json.dumps({"judges": [{"source": source}]}))
+    return nbgrader_dir.GradingDir(tmp_path, "a3")
+
+
+def test_the_judges_top_level_imports_are_preloaded(tmp_path):
+    gdir = judges(
+        tmp_path,
+        one="import math, numpy as np\nfrom course_lib.checks import check_close\n",
+        two="from . import local\n\ndef later():\n    import sklearn\n",
+    )
+    (gdir.judges / "broken.json").write_text("{")  # grading reports it; no preload from it
+    assert worker.judge_imports(gdir) == (
+        "course_lib.checks", "course_lib.checks.check_close", "math", "numpy",
+    )  # fmt: skip
+
+
+def test_the_repository_course_preloads_torch_and_the_checks():
+    found = worker.judge_imports(nbgrader_dir.real(config.load(ROOT)))
+    assert {"torch", "course_lib.judging", "course_lib.checks"} <= set(found)
+
+
+def test_a_module_that_fails_to_import_is_skipped(tmp_path):
+    (tmp_path / "raises_on_import.py").write_text("raise RuntimeError('a broken course module')\n")
+    env = {
+        **os.environ,
+        worker.FORK_PRELOAD: "raises_on_import,no_such_module_at_all,json",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]),
+    }
+    code = "import sys, autograder.forkpreload; print('json' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+
+
+def test_a_worker_starts_with_the_modules_already_imported(tmp_path):
+    """Through multiprocessing's real fork server, as grading starts its workers."""
+    out = tmp_path / "modules.json"
+    probe = (
+        "import json, sys\n"
+        f"open({str(out)!r}, 'w').write(json.dumps([name in sys.modules for name in "
+        "('wave', 'tabnanny', 'nbgrader.preprocessors')]))\n"
+    )
+    worker.stop_fork_server()  # this process's server, if a test started one: start ours
+    try:
+        server = worker._fork_server(lambda: ("wave",))
+        process = server.Process(target=exec, args=(probe,))
+        process.start()
+        process.join(120)
+        assert process.exitcode == 0
+        assert json.loads(out.read_text()) == [True, False, True]
+    finally:
+        worker.stop_fork_server()

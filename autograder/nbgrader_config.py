@@ -7,21 +7,28 @@
     autograded/, feedback/, gradebook.db, backups/    nbgrader's results and their backups
 
 `python -m autograder` (behind `make release`, `make grade`, `make collect`) runs nbgrader with
-these settings and `make formgrade` starts JupyterLab here. The course-wide values (time
-limits, the LMS file-name pattern) are read from ../course.toml.
+these settings and `make formgrade` starts JupyterLab here. The course-wide values (the time
+limit of a cell) are ../course.toml's, read and checked by the grader's own settings model
+(`autograder/config.py`, `python -m autograder settings`): an invalid value stops nbgrader with
+the same message as the grader.
 """
 
+import importlib.util
 import os
-import tomllib
+import sys
 
 c = get_config()  # noqa: F821 (nbgrader's config loader provides get_config)
 here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(here, os.pardir, "course.toml"), "rb") as fh:
-    course = tomllib.load(fh)
+course_root = os.path.dirname(here)
+if importlib.util.find_spec("autograder") is None:  # nbgrader run by hand, in this folder
+    sys.path.append(course_root)
+from autograder import config  # noqa: E402
+
+course = config.load(course_root)
 
 c.CourseDirectory.root = here
 # Per-cell time limit: nbgrader interrupts the kernel, the cell fails, the next one runs.
-c.Execute.timeout = int(course["grade"]["cell_timeout"])
+c.Execute.timeout = course.grade.cell_timeout
 c.Execute.interrupt_on_timeout = True
 # nbgrader's default turns a kernel slow to answer after that interrupt (4 s) into a failure
 # of the whole notebook; wait longer, and go on rather than fail.

@@ -12,7 +12,7 @@ import sys
 import pytest
 from test_grade import ENV, ROOT, make_course
 
-from autograder import config, settings
+from autograder import config, nbgrader_dir, settings
 
 
 def _set(root, table: str, line: str) -> None:
@@ -80,3 +80,29 @@ def test_a_number_setting_takes_an_integer_and_defaults_fill_the_rest(tmp_path):
     assert course.similarity.threshold == 1.0 and isinstance(course.similarity.threshold, float)
     assert course.audit == config.load(root).audit
     assert config.Limits().memory_mb == 6144 and config.GradeSettings().jobs == 0
+
+
+def test_nbgrader_takes_the_cell_limit_from_the_checked_settings(tmp_path):
+    """nbgrader's own commands (the formgrader, ``nbgrader`` by hand) read the course's cell
+    time limit through the grader's settings model: the same value, the same refusal."""
+    root = make_course(tmp_path)
+    _set(root, "grade", "cell_timeout = 77")
+    assert nbgrader_dir.load_config(root / "autograder").Execute.timeout == 77
+    _set(root, "grade", "cell_timeout = 0")
+    error = "[grade] cell_timeout must be a positive integer, got 0"
+    with pytest.raises(config.ConfigError, match=re.escape(error)):
+        nbgrader_dir.load_config(root / "autograder")
+
+
+def test_nbgrader_by_hand_in_the_course_folder_finds_the_settings():
+    """``nbgrader`` run by hand in ``autograder/`` (nothing on PYTHONPATH) reads the same
+    settings."""
+    code = (
+        "from traitlets.config.loader import PyFileConfigLoader as Loader\n"
+        "print(Loader('nbgrader_config.py', path='.').load_config().Execute.timeout)"
+    )
+    env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "autograder", env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(config.load(ROOT).grade.cell_timeout)

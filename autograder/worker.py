@@ -424,8 +424,15 @@ def _forked(argv: list[str], log: str, env: dict[str, str], cwd: str) -> None:
     main(argv)
 
 
+KILL_WAIT_SECONDS = 10.0
+
+
 def kill_all(procs) -> None:
-    """Kill ``procs`` (psutil processes) and wait for them; those already gone are skipped."""
+    """Kill ``procs`` (psutil processes) and wait until each has ended; those already gone are
+    skipped. This process's own children are reaped. Another's process has ended once it is a
+    zombie: its parent reaps it, or the machine's init when its parent is gone too, in its own
+    time (1.5 s for a student's zygote on this course's machine; never, in a container whose
+    first process reaps nothing), and waiting for it to go would only wait for that."""
     import psutil
 
     for proc in procs:
@@ -433,7 +440,18 @@ def kill_all(procs) -> None:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(procs, timeout=10)
+    deadline = time.monotonic() + KILL_WAIT_SECONDS
+    for proc in procs:
+        while time.monotonic() < deadline:
+            try:
+                if proc.ppid() == os.getpid():
+                    proc.wait(max(0.0, deadline - time.monotonic()))  # reaps it
+                    break
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    break
+            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+                break
+            time.sleep(0.005)
 
 
 def kill_tree(pid: int) -> None:

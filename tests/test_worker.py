@@ -77,3 +77,30 @@ def test_a_worker_starts_with_the_modules_already_imported(tmp_path):
         assert json.loads(out.read_text()) == [True, False, True]
     finally:
         worker.stop_fork_server()
+
+
+def test_killing_waits_for_the_end_not_for_the_reaping():
+    """A killed process whose parent has not reaped it yet (a student's zygote, whose parent
+    was killed with it, waits for the machine's init) has ended: kill_all does not wait for it
+    to be reaped. Here its parent reaps it only after 3 s."""
+    import psutil
+
+    code = (
+        "import os, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    time.sleep(600)\n"
+        "    os._exit(0)\n"
+        "print(pid, flush=True)\n"
+        "time.sleep(3)\n"
+        "os.waitpid(pid, 0)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        grandchild = psutil.Process(int(parent.stdout.readline()))
+        worker.kill_all([grandchild])
+        assert grandchild.status() == psutil.STATUS_ZOMBIE  # ended, its parent not yet told
+    finally:
+        worker.kill_all([psutil.Process(parent.pid)])
+    assert not psutil.pid_exists(parent.pid)  # this process's own child: reaped

@@ -461,18 +461,9 @@ def end_leftovers() -> int:
 
     worker.stop_fork_server()
     procs = psutil.Process().children(recursive=True)
-    running = [p for p in procs if _running(p)]
+    running = [p for p in procs if worker.running(p)]
     worker.kill_all(procs)
     return len(running)
-
-
-def _running(proc) -> bool:
-    import psutil
-
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def run(root: Path, log=print) -> dict:

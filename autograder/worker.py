@@ -346,8 +346,8 @@ def judge_imports(gdir: GradingDir) -> tuple[str, ...]:
     found: set[str] = set()
     for path in sorted(gdir.judges.glob("*.json")):
         try:
-            cells = json.loads(path.read_text())["judges"]
-            trees = [ast.parse(cell["source"]) for cell in cells]
+            cells = judge.Spec.from_json(path.read_text()).judges
+            trees = [ast.parse(cell.source) for cell in cells]
         except (OSError, ValueError, KeyError, TypeError, SyntaxError):
             continue  # grading reports the spec's problem itself
         for tree in trees:
@@ -356,7 +356,7 @@ def judge_imports(gdir: GradingDir) -> tuple[str, ...]:
                     found.update(alias.name for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     found.add(node.module)  # and each name that may be a submodule of it:
-                    found.update(f"{node.module}.{alias.name}" for alias in node.names)
+                    found.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
     return tuple(sorted(found))
 
 
@@ -447,11 +447,22 @@ def kill_all(procs) -> None:
                 if proc.ppid() == os.getpid():
                     proc.wait(max(0.0, deadline - time.monotonic()))  # reaps it
                     break
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    break
             except (psutil.NoSuchProcess, psutil.TimeoutExpired):
                 break
+            if not running(proc):
+                break
             time.sleep(0.005)
+
+
+def running(proc) -> bool:
+    """Whether the psutil process ``proc`` still runs: neither gone nor a zombie (ended,
+    waiting for its parent to reap it)."""
+    import psutil
+
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def kill_tree(pid: int) -> None:

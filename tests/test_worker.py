@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
     sys.path.insert(0, str(ROOT))
 
-from autograder import config, nbgrader_dir, worker  # noqa: E402
+from autograder import config, judge, nbgrader_dir, notebooks, worker  # noqa: E402
 
 
 def judges(tmp_path: Path, **sources: str) -> nbgrader_dir.GradingDir:
@@ -23,7 +23,8 @@ def judges(tmp_path: Path, **sources: str) -> nbgrader_dir.GradingDir:
     folder = tmp_path / "judges" / "a3"
     folder.mkdir(parents=True)
     for name, source in sources.items():
-        (folder / f"{name}.json").write_text(json.dumps({"judges": [{"source": source}]}))
+        spec = judge.Spec(name, tests={}, judges=(judge.JudgeCell(None, source, 0),))
+        (folder / f"{name}.json").write_text(spec.to_json())
     return nbgrader_dir.GradingDir(tmp_path, "a3")
 
 
@@ -31,16 +32,22 @@ def test_the_judges_top_level_imports_are_preloaded(tmp_path):
     gdir = judges(
         tmp_path,
         one="import math, numpy as np\nfrom course_lib.checks import check_close\n",
-        two="from . import local\n\ndef later():\n    import sklearn\n",
+        two="from . import local\nfrom os.path import *\n\ndef later():\n    import sklearn\n",
     )
     (gdir.judges / "broken.json").write_text("{")  # grading reports it; no preload from it
     assert worker.judge_imports(gdir) == (
-        "course_lib.checks", "course_lib.checks.check_close", "math", "numpy",
+        "course_lib.checks", "course_lib.checks.check_close", "math", "numpy", "os.path",
     )  # fmt: skip
 
 
-def test_the_repository_course_preloads_torch_and_the_checks():
-    found = worker.judge_imports(nbgrader_dir.real(config.load(ROOT)))
+def test_the_repository_course_preloads_torch_and_the_checks(tmp_path):
+    """The specs as grading writes them (``nbgrader_dir.generate_assignment``) from solutions/."""
+    gdir = nbgrader_dir.GradingDir(tmp_path, "a3")
+    gdir.judges.mkdir(parents=True)
+    for name in config.load(ROOT).notebooks():
+        spec = judge.spec_of(notebooks.read(ROOT / "solutions" / "a3" / f"{name}.ipynb"), name)
+        (gdir.judges / f"{name}.json").write_text(spec.to_json())
+    found = worker.judge_imports(gdir)
     assert {"torch", "course_lib.judging", "course_lib.checks"} <= set(found)
 
 

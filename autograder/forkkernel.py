@@ -53,11 +53,24 @@ def _dumpable(flag: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
+def preload(modules, skipped=None) -> None:
+    """Import each of ``modules`` in turn; one that raises anything is skipped
+    (``skipped(name, error)`` is told): whoever needs it imports it again and fails there as it
+    would anyway. (multiprocessing's own preload stops at anything but ``ImportError``.)"""
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as err:  # noqa: BLE001 - see the docstring
+            if skipped is not None:
+                skipped(name, err)
+
+
 def zygote(path: str, where: dict[str, str], modules: list[str]) -> None:
     """Serve kernels on the socket ``path``; ``where``: the kernel's ``connection`` file and
     ``home`` (its working folder) inside the sandbox."""
     import gc
-    import importlib
 
     # Before anything else: its kernels (same uid) could otherwise attach to it, stay alive in
     # it while the grader empties the scratch between kernels, and race the grader there.
@@ -65,11 +78,8 @@ def zygote(path: str, where: dict[str, str], modules: list[str]) -> None:
 
     import ipykernel.kernelapp  # noqa: F401  (what every kernel imports first)
 
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception as err:  # that kernel imports it itself, or fails as it would anyway
-            print(f"zygote: {name} not preloaded ({type(err).__name__})", file=sys.stderr)
+    preload(modules, lambda name, err: print(
+        f"zygote: {name} not preloaded ({type(err).__name__})", file=sys.stderr))  # fmt: skip
     # What it imported lives as long as any kernel: out of the collector's reach, so no
     # kernel's collection writes to (and so copies) the pages it shares with the zygote.
     gc.freeze()

@@ -58,18 +58,22 @@ ATTACKS: dict[str, str] = {
                         raw=True)
             raise RuntimeError("{MARK} forged, now stop")
     """,
-    "forge-comm-replies": f"""
-        import threading, time
-        from IPython import get_ipython
+    "forge-socket-replies": f"""
+        import json, threading, time
+        import course_lib.remote as remote
         def spam():
-            manager = get_ipython().kernel.comm_manager
-            ones = {{"ok": {{"str": "{MARK}"}}}}
+            body = json.dumps({{"ok": {{"str": "{MARK}"}}}}).encode()
             for _ in range(3000):
-                for comm in list(manager.comms.values()):
-                    try:
-                        comm.send(ones)
-                    except Exception:
-                        pass
+                if remote._socket:  # the grader's request socket, and the kernel's own key
+                    key, digest = remote._key()
+                    for n in range(1, 40):
+                        number = str(n).encode()
+                        try:
+                            remote._socket[0].send_multipart(
+                                [remote.sign(key, digest, number, body), number, body])
+                            remote._socket[0].send_multipart([b"unsigned", number, body])
+                        except Exception:
+                            pass
                 time.sleep(0.005)
         threading.Thread(target=spam, daemon=True).start()
     """,

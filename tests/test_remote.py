@@ -9,12 +9,15 @@ course's words only.
 
 from __future__ import annotations
 
+import json
 import sys
+import threading
 from pathlib import Path
 
 import nbformat
 import pytest
 import torch
+import zmq
 from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +27,9 @@ if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, n
 from test_judge import _judge_cell, _test_cell  # noqa: E402
 
 from autograder import judge  # noqa: E402
+from autograder import remote as autograder_remote  # noqa: E402
 from autograder.execute import execute_in_child, read_verdicts  # noqa: E402
+from autograder.remote import KernelSession, RequestFailed  # noqa: E402
 from course_lib import judging, remote  # noqa: E402
 
 JUDGES = [
@@ -196,3 +201,93 @@ def test_a_malformed_reply_fails_its_check_only(reply):
     results = judging.evaluate(checks, student=student)
     assert [r.passed for r in results] == [False, True]
     assert results[0].message.startswith(("your code", "could not check it"))
+
+
+# --- the request socket: who may ask, what counts as a reply ---------------------------------
+
+KEY, DIGEST = b"the kernel's key", "sha256"
+
+
+def _signed(number: bytes, body: dict, key: bytes = KEY) -> list[bytes]:
+    data = json.dumps(body).encode()
+    return [remote.sign(key, DIGEST, number, data), number, data]
+
+
+@pytest.fixture
+def session(tmp_path):
+    """A grader's session whose request socket is wired to ``kernel`` (a PAIR in this
+    process standing for the kernel's end)."""
+    info = {"key": KEY.decode(), "signature_scheme": f"hmac-{DIGEST}", "transport": "ipc",
+            "ip": str(tmp_path / "kernel")}  # fmt: skip
+    with KernelSession(info, request_seconds=0.3) as grader:
+        kernel = grader.context.socket(zmq.PAIR)
+        kernel.setsockopt(zmq.LINGER, 0)
+        kernel.bind("inproc://kernel")
+        grader.socket = grader._socket(zmq.PAIR, "inproc://kernel")
+        grader.control = grader._socket(zmq.DEALER, "inproc://nobody")
+        yield grader, kernel
+        kernel.close(0)
+
+
+def test_only_a_signed_reply_with_the_requests_number_answers_it(session):
+    grader, kernel = session
+    forged = {"ok": {"str": "forged"}}
+    kernel.send_multipart(_signed(b"1", forged, key=b"another key"))  # not the kernel's key
+    kernel.send_multipart([b"no signature", b"1", json.dumps(forged).encode()])
+    kernel.send_multipart(_signed(b"0", forged))  # a stale reply to an earlier request
+    kernel.send_multipart([b"too", b"many", b"frames", b"here"])
+    kernel.send_multipart(_signed(b"1", {"ok": {"int": 7}}))
+    assert grader.request({"op": "get", "name": "x"}) == {"ok": {"int": 7}}
+    # the request reached the kernel signed, with its number
+    signature, number, body = kernel.recv_multipart()
+    assert number == b"1" and json.loads(body) == {"op": "get", "name": "x"}
+    assert signature == remote.sign(KEY, DIGEST, number, body)
+    # a reply that is no JSON object is unreadable, and costs only that request
+    kernel.send_multipart([remote.sign(KEY, DIGEST, b"2", b"[1]"), b"2", b"[1]"])
+    with pytest.raises(RequestFailed, match="unreadable"):
+        grader.request({"op": "get", "name": "y"})
+    kernel.send_multipart(_signed(b"3", {"ok": {"int": 3}}))
+    assert grader.request({"op": "get", "name": "z"}) == {"ok": {"int": 3}}
+    assert (grader.requests, grader.answered) == (3, 2)
+
+
+def test_no_reply_interrupts_then_the_kernel_is_dead(session, monkeypatch):
+    monkeypatch.setattr(autograder_remote, "INTERRUPT_SECONDS", 1.0)
+    grader, kernel = session
+    # the interrupted request answers after the interrupt: a timeout, and the kernel lives on
+    late = threading.Timer(0.2, kernel.send_multipart, [_signed(b"1", {"raised": "X"})])
+    late.start()
+    with pytest.raises(RequestFailed, match="timeout"):
+        grader.request({"op": "call"}, seconds=0.01)
+    late.join()
+    assert grader.broken is None
+    # no reply even then: dead, and every later request fails at once
+    with pytest.raises(RequestFailed, match="dead"):
+        grader.request({"op": "call"}, seconds=0.01)
+    with pytest.raises(RequestFailed, match="dead"):
+        grader.request({"op": "get", "name": "x"})
+    assert (grader.broken, grader.requests) == ("dead", 2)
+
+
+def test_the_kernel_answers_signed_requests_only_until_stop(monkeypatch):
+    """``course_lib.remote.serve`` in a thread of this process, as the kernel runs it."""
+    monkeypatch.setattr(remote, "_key", lambda: (KEY, DIGEST))
+    monkeypatch.setattr(remote, "_user_ns", lambda: {"x": 5})
+    context = zmq.Context.instance()
+    kernel = context.socket(zmq.PAIR)
+    kernel.bind("inproc://served")
+    monkeypatch.setattr(remote, "_socket", [kernel])
+    thread = threading.Thread(target=remote.serve, daemon=True)
+    thread.start()
+    grader = context.socket(zmq.PAIR)
+    grader.connect("inproc://served")
+    grader.send_multipart([b"bad", b"1", b'{"op": "get", "name": "x"}'])
+    grader.send_multipart(_signed(b"2", {"op": "get", "name": "x"}))
+    signature, number, body = grader.recv_multipart()
+    assert (number, json.loads(body)) == (b"2", {"ok": {"int": 5}})
+    assert signature == remote.sign(KEY, DIGEST, number, body)
+    grader.send_multipart(_signed(b"3", {"op": "stop"}))
+    assert grader.recv_multipart()[1] == b"3"
+    thread.join(5)
+    assert not thread.is_alive() and remote._socket == []
+    grader.close(0)

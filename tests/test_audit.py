@@ -20,14 +20,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_grade import ENV, autograder, make_course
+
+from autograder import audit, mutants, notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
 
-from test_grade import ENV, autograder, make_course  # noqa: E402
-
-from autograder import audit, mutants, notebooks  # noqa: E402
 
 SNIPPET = '''import math
 

@@ -31,7 +31,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -43,14 +42,9 @@ from urllib.parse import parse_qs, urlparse
 
 import nbformat
 import pytest
+from test_grade import _sources, autograder, make_course
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from test_grade import _sources, autograder, make_course  # noqa: E402
-
-from autograder import nbgrader_dir, notebooks  # noqa: E402
+from autograder import nbgrader_dir, notebooks
 
 pytestmark = pytest.mark.slow
 

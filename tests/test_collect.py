@@ -20,11 +20,8 @@ from pathlib import Path
 import pytest
 from test_grade import ENV, FIXTURE, ROOT, make_course
 
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from autograder import config  # noqa: E402
-from autograder.collect import CollectError, ZipLimits, collect  # noqa: E402
+from autograder import config
+from autograder.collect import CollectError, ZipLimits, collect
 
 MiB = 1024 * 1024
 # The tiny course's pattern, also reading uploaded archives (as the repository's course.toml).

@@ -14,19 +14,12 @@ student's pages say nothing of it (the flag and its notes are for the instructor
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
+from test_grade import _sources, autograder, grades, make_course
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from test_grade import _sources, autograder, grades, make_course  # noqa: E402
-
-from autograder import feedback, gradebook, notebooks, report, tamper  # noqa: E402
+from autograder import feedback, gradebook, notebooks, report, tamper
 
 HOSTILE = (
     "Because order does not matter. <script>alert('xss')</script> "

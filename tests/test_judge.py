@@ -11,20 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from autograder import judge, release  # noqa: E402
-from course_lib import judging, remote, wire  # noqa: E402
+from autograder import judge, release
+from course_lib import judging, remote, wire
 
 
 def _test_cell(gid: str, source: str, points: float = 1.0) -> nbformat.NotebookNode:

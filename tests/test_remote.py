@@ -10,7 +10,6 @@ course's words only.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from pathlib import Path
 
@@ -19,18 +18,13 @@ import pytest
 import torch
 import zmq
 from nbformat.v4 import new_code_cell, new_notebook
+from test_judge import _judge_cell, _test_cell
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from test_judge import _judge_cell, _test_cell  # noqa: E402
-
-from autograder import judge  # noqa: E402
-from autograder import remote as autograder_remote  # noqa: E402
-from autograder.execute import execute_in_child, read_verdicts  # noqa: E402
-from autograder.remote import KernelSession, RequestFailed  # noqa: E402
-from course_lib import judging, remote  # noqa: E402
+from autograder import judge
+from autograder import remote as autograder_remote
+from autograder.execute import execute_in_child, read_verdicts
+from autograder.remote import KernelSession, RequestFailed
+from course_lib import judging, remote
 
 JUDGES = [
     _judge_cell(

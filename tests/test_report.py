@@ -14,21 +14,15 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from test_browser import Browser
+from test_grade import _sources, autograder, make_course
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from test_browser import Browser  # noqa: E402
-from test_grade import _sources, autograder, make_course  # noqa: E402
-
-from autograder import classreport, notebooks, report  # noqa: E402
+from autograder import classreport, notebooks, report
 
 
 def verdict(gid: str, points: float, checks: list[tuple[str, float, bool, str]]) -> dict:

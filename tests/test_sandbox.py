@@ -535,6 +535,19 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         """,
         set(),
     ),
+    "import-the-grader": (  # it is installed in the venv (editable): the sandbox hides it
+        """
+        import importlib.util
+        print("grader importable:", importlib.util.find_spec("autograder") is not None)
+        try:
+            import autograder.config
+            for path in autograder.config.REPO_ROOT.rglob("*.json"):
+                print(path, open(path, "rb").read()[:10_000_000].count(b"MARKER-"))
+        except Exception as err:
+            print("the grader:", type(err).__name__)
+        """,
+        set(),
+    ),
     "fill-runtime-folder": (  # the kernel's own runtime folder (its sockets) and everything else
         """
         for top in ["/tmp/.kernel", "/tmp/work", "/tmp", "/", "/dev", "/run"]:
@@ -720,6 +733,15 @@ def test_review_notes_name_the_rule_never_the_code(attacked):
     for name in ATTACKS:  # nothing of it reaches the student's pages
         pages = (root / "autograder" / "feedback" / f"a-{name}" / "a3").glob("*.html")
         assert not any("review" in p.read_text() for p in pages), name
+
+
+@pytest.mark.slow
+def test_the_installed_grader_is_not_importable_in_the_kernel(attacked):
+    """The venv's Python imports ``autograder`` from anywhere (tests/test_packaging.py); a
+    kernel of that venv, in the sandbox, cannot."""
+    _, gdir, _, _ = attacked
+    outputs = _outputs(gdir, "a-import-the-grader", "1_attention")
+    assert "grader importable: False" in outputs and "the grader: ModuleNotFoundError" in outputs
 
 
 @pytest.mark.slow

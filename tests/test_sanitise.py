@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import html
-import sys
 import time
 from pathlib import Path
 
@@ -20,12 +19,8 @@ import pytest
 from bleach import html5lib_shim
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from autograder import sanitise  # noqa: E402
-from autograder.sanitise import (  # noqa: E402
+from autograder import sanitise
+from autograder.sanitise import (
     SanitiseOutputs,
     markdown_problems,
     safe_url,
@@ -33,6 +28,8 @@ from autograder.sanitise import (  # noqa: E402
     sanitise_markdown,
     sanitise_notebook,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # A 1x1 PNG (valid base64 of a real PNG: kept byte for byte).
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"

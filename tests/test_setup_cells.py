@@ -19,11 +19,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+from autograder import notebooks
 
-from autograder import notebooks  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SOLUTIONS = sorted((ROOT / "solutions" / "a3").glob("*.ipynb"))
 RELEASED = sorted((ROOT / "assignments" / "a3").glob("*.ipynb"))

@@ -7,16 +7,13 @@ again in a fresh kernel, so what a variant set reports is the exact pipeline's v
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+from autograder import judge, notebooks, sharedkernel, variants
 
-from autograder import judge, notebooks, sharedkernel, variants  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SOLUTION = ROOT / "tests" / "fixtures" / "course" / "solutions" / "a3" / "1_sums.ipynb"
 ADD, MUL = "return a + b", "product = a * b"

@@ -13,20 +13,16 @@ import dataclasses
 import hashlib
 import re
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from variant_sets import transformer
+
+from autograder import config, gradescope, notebooks, release, similarity
+from autograder.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
-
-from variant_sets import transformer  # noqa: E402
-
-from autograder import config, gradescope, notebooks, release, similarity  # noqa: E402
-from autograder.__main__ import main  # noqa: E402
 
 NB = transformer.NOTEBOOK  # 3_transformer
 A, C = transformer.A, transformer.C  # scaled_dot_attention, causal_attention

@@ -17,13 +17,11 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+from autograder import intake, judge, release, report, tamper
+from autograder.nbgrader_dir import GradingDir
+from autograder.shards import ShardDir
 
-from autograder import intake, judge, release, report, tamper  # noqa: E402
-from autograder.nbgrader_dir import GradingDir  # noqa: E402
-from autograder.shards import ShardDir  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SETUP = """\
 import torch

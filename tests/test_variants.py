@@ -12,16 +12,13 @@ notebook, the table of points and behaviours lost per variant.
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+from autograder import judge, notebooks, variants
 
-from autograder import judge, notebooks, variants  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SETS = sorted(
     p.stem for p in (ROOT / "tests" / "variant_sets").glob("*.py") if p.stem != "__init__"

@@ -11,11 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the autograder is a folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+from autograder import config, judge, nbgrader_dir, notebooks, worker
 
-from autograder import config, judge, nbgrader_dir, notebooks, worker  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def judges(tmp_path: Path, **sources: str) -> nbgrader_dir.GradingDir:

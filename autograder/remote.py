@@ -35,6 +35,7 @@ from __future__ import annotations
 import hmac
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import zmq
@@ -156,11 +157,7 @@ class KernelSession:
 
     def _reply_to(self, msg: dict, deadline: float) -> dict | None:
         """The content of the shell reply to ``msg`` before ``deadline`` (None then)."""
-        while True:
-            timeout = max(0.0, deadline - time.monotonic())
-            if not self.shell.poll(int(timeout * 1000)):
-                return None
-            frames = self.shell.recv_multipart(copy=True)
+        for frames in _arriving(self.shell, deadline):
             try:
                 _, parts = self.session.feed_identities(frames, copy=True)
                 got = self.session.deserialize(parts, content=True, copy=True)
@@ -168,6 +165,7 @@ class KernelSession:
                 continue
             if got["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
                 return got["content"]
+        return None
 
     def request(self, data: dict, seconds: float | None = None) -> Any:
         """Send one request to the dispatcher; return its reply (``{"ok": ...}`` or
@@ -195,17 +193,14 @@ class KernelSession:
 
     def _reply(self, number: bytes, deadline: float) -> bytes | None:
         """The body of the first signed reply to request ``number`` before ``deadline``."""
-        while True:
-            timeout = max(0.0, deadline - time.monotonic())
-            if not self.socket.poll(int(timeout * 1000)):
-                return None
-            frames = self.socket.recv_multipart(copy=True)
+        for frames in _arriving(self.socket, deadline):
             if (
                 len(frames) == 3
                 and frames[1] == number
                 and hmac.compare_digest(frames[0], self._sign(frames[1], frames[2]))
             ):
                 return frames[2]
+        return None
 
     def _sign(self, number: bytes, body: bytes) -> bytes:
         return sign(self.key, self.digest, number, body)
@@ -225,6 +220,15 @@ class KernelSession:
             self.broken = "dead"
             raise RequestFailed("dead")
         raise RequestFailed("timeout")
+
+
+def _arriving(sock, deadline: float) -> Iterator[list[bytes]]:
+    """Each message (its frames) that arrives on ``sock`` before ``deadline``."""
+    while True:
+        timeout = max(0.0, deadline - time.monotonic())
+        if not sock.poll(int(timeout * 1000)):
+            return
+        yield sock.recv_multipart(copy=True)
 
 
 def _silent(code: str, expressions: dict | None = None) -> dict:

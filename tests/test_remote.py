@@ -285,3 +285,34 @@ def test_the_kernel_answers_signed_requests_only_until_stop(monkeypatch):
     thread.join(5)
     assert not thread.is_alive() and remote._socket == []
     grader.close(0)
+
+
+@pytest.mark.parametrize("transport", ["ipc", "tcp"])
+def test_a_live_kernel_serves_until_the_session_closes(transport, tmp_path, monkeypatch):
+    """The whole path in a plain kernel of either transport: the request socket opens beside
+    the kernel's own, answers, and ``close`` ends ``serve`` (the kernel takes code again)."""
+    from jupyter_client import KernelManager
+
+    monkeypatch.chdir(tmp_path)  # an ipc kernel's sockets: files of this folder
+    manager = KernelManager(kernel_name="python3", transport=transport)
+    manager.start_kernel()
+    client = manager.client()
+    try:
+        client.start_channels()
+        client.wait_for_ready(timeout=60)
+        client.execute_interactive("import torch\nx = torch.arange(3)", timeout=60)
+        with KernelSession(manager.get_connection_info(session=False)) as session:
+            assert session.start()
+            student = judging.Student(session)
+            assert torch.equal(student.x, torch.arange(3))
+            with pytest.raises(judging.StudentError, match="the notebook defines no y"):
+                student.y  # noqa: B018
+        reply = client.execute_interactive("z = 1", timeout=10)
+        assert reply["content"]["status"] == "ok"
+        names = client.execute_interactive(
+            "", user_expressions={"a3": "[n for n in globals() if 'a3' in n]"}, timeout=10
+        )["content"]["user_expressions"]["a3"]["data"]["text/plain"]
+        assert names == "[]"  # the dispatcher's name is gone from the notebook's globals
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

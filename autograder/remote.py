@@ -109,8 +109,8 @@ class KernelSession:
             self.shell = self._socket(zmq.DEALER, _url(self.info, "shell"))
             self.control = self._socket(zmq.DEALER, _url(self.info, "control"))
             reply = self._execute(BOOT, seconds, {"where": LISTEN})
-            where = _where(reply)
-            if where is None or not (where == ENDPOINT or self.info.get("transport") != "ipc"):
+            where = _where(reply, ipc=self.info.get("transport", "tcp") == "ipc")
+            if where is None:
                 raise RequestFailed("unavailable")
             self.socket = self._socket(zmq.PAIR, _address(self.info, where))
             self.serving = self._send(self.shell, "execute_request", _silent(SERVE))
@@ -238,8 +238,9 @@ def _silent(code: str, expressions: dict | None = None) -> dict:
     }  # fmt: skip
 
 
-def _where(reply: dict) -> str | None:
-    """Where ``listen`` opened the socket (``ENDPOINT`` or a port), from the boot's reply."""
+def _where(reply: dict, ipc: bool) -> str | None:
+    """Where ``listen`` opened the socket, from the boot's reply: ``ENDPOINT`` for an ipc
+    kernel, a port number for a tcp one; None for anything else."""
     if reply.get("status") != "ok":
         return None
     found = reply.get("user_expressions", {}).get("where", {})
@@ -247,7 +248,7 @@ def _where(reply: dict) -> str | None:
     if not isinstance(text, str):
         return None
     where = text.strip("'\"")
-    return where if where == ENDPOINT or where.isdigit() else None
+    return where if (where == ENDPOINT if ipc else where.isdigit()) else None
 
 
 def _key(info: dict) -> bytes:

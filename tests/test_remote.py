@@ -316,3 +316,26 @@ def test_a_live_kernel_serves_until_the_session_closes(transport, tmp_path, monk
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_the_kernel_can_name_only_its_own_request_socket():
+    """What ``listen`` answered decides where the grader connects: the fixed ipc name, or a
+    port of the kernel's own address; anything else (a path, a name for the other transport,
+    a failed boot) makes the kernel unavailable."""
+
+    def boot(text: str, status: str = "ok") -> dict:
+        where = {"status": "ok", "data": {"text/plain": text}}
+        return {"status": status, "user_expressions": {"where": where}}
+
+    assert autograder_remote._where(boot("'a3remote'"), ipc=True) == "a3remote"
+    assert autograder_remote._where(boot("'40123'"), ipc=False) == "40123"
+    refused = [
+        (boot("'40123'"), True),
+        (boot("'a3remote'"), False),
+        (boot("'../../run/other-socket'"), True),
+        (boot("'a3remote-1'"), True),
+        (boot("'a3remote'", status="error"), True),
+        ({"status": "ok", "user_expressions": {"where": ["a3remote"]}}, True),
+    ]
+    for reply, ipc in refused:
+        assert autograder_remote._where(reply, ipc=ipc) is None, reply

@@ -44,7 +44,7 @@ sandbox-tools:
 	  else echo "note: install bubblewrap to sandbox grading (see README)"; fi; }
 	@bwrap --version 2>/dev/null || echo "bubblewrap: not installed"
 
-# The browser test (tests/test_browser.py) opens the feedback and formgrader pages in headless
+# The browser test (tests/grader/test_browser.py) opens the feedback and formgrader pages in headless
 # Chromium. Installed here with apt-get when missing and this is root on Debian/Ubuntu (Debian's
 # chromium: ~110 MB download, ~460 MB installed); elsewhere install it yourself
 # (`sudo apt-get install chromium`): without it the browser test fails.

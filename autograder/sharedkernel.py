@@ -16,7 +16,7 @@ did not run loses its points) and the kernel is restarted.
 The trade-off: state the snapshot does not cover (a module or an object changed in place)
 could leak from one version to the next. The baseline runs guard against it, and callers grade
 again in a fresh kernel (``variants.grade_variants``, the exact pipeline) whatever would
-change their conclusion (``audit.py``'s survivors; ``tests/test_variants.py``'s surprises).
+change their conclusion (``audit.py``'s survivors; ``tests/grader/test_variants.py``'s surprises).
 
     python -m autograder.sharedkernel JOB.json RESULT.json     # one job, in a child process
 """

@@ -7,7 +7,7 @@ handed it in, without nbgrader or a gradebook: the answers are put into the note
 tests take their graded form (the docstring), it runs in quick mode in a fresh kernel
 (a child process, like the release checks), and the judge decides every check, asking that
 kernel for the student's objects before it stops. The tests of
-the course (``tests/test_variants.py``) use it to show that correct variants keep full marks
+the course (``tests/grader/test_variants.py``) use it to show that correct variants keep full marks
 and every mutant loses points, behaviour by behaviour.
 
 Cells run exactly as grading runs them: the cells tagged ``skip_in_grading`` are left out

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the resolver is shared with tests/test_colab_install.py
+sys.path.insert(0, str(ROOT / "tests"))  # the resolver is shared with tests/course/test_colab_install.py
 
 from colab.resolver import (  # noqa: E402
     INDEX_URL,

@@ -23,7 +23,7 @@ import setuptools  # noqa: E402, F401, I001
 # - canary records: many tests grade copies of the same course, whose canary
 #   (autograder/canary.py) passes or fails the same for each, so they share one folder of canary
 #   results (test_grade.py's canary test grades its own);
-# - classes graded once for several modules (test_grade.graded_tiny_demo).
+# - classes graded once for several modules (helpers.graded_tiny_demo).
 _SHARED = None
 if "A3_TEST_SHARED" not in os.environ:
     _SHARED = tempfile.mkdtemp(prefix="a3-tests-")

@@ -15,7 +15,7 @@ machine's pip configuration files are ignored (they may add local indexes that C
 see); the network settings of ``PIP_*`` environment variables are kept. ``COLAB_INDEX_URL``
 overrides the index (default PyPI), ``COLAB_PYTHON`` the interpreter.
 
-Used by tests/test_colab_install.py and bench/install_size.py.
+Used by tests/course/test_colab_install.py and bench/install_size.py.
 """
 
 from __future__ import annotations

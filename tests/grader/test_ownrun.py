@@ -4,7 +4,7 @@
 that runs later may read what they bind (the student's own code included); ``ownrun`` keeps
 the handed-in outputs of the cells left out, cleaned, and the feedback page shows them beside
 the written answers, with where the student's own code first raised. End to end (the release
-checks and the variant sets run as grading does): tests/test_release.py, test_variants.py.
+checks and the variant sets run as grading does): tests/grader/test_release.py, test_variants.py.
 """
 
 from __future__ import annotations

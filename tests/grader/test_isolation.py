@@ -28,10 +28,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_grade import ROOT, _sources, grades, make_course
 
 from autograder import config, notebooks, sandbox
 from autograder.limits import Limits
+from helpers import ROOT, course_sources, grades, make_course
 
 SECRET = "GRADER-TOKEN-7e1b"  # exported where the grader runs: never in a kernel
 MARKER = b"SOLUTION-MARKER-31f0"  # in every file the kernel must not read
@@ -416,7 +416,7 @@ def _class(root: Path, grader: Path | None = None) -> None:
     """Two solved notebooks for ``honest``; with ``grader`` (the grader's repository), a
     student whose answer also tries the course's and the grader's files (and prints what it
     got) before answering right."""
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     students = {"honest": {n: src.solved(n) for n in ("1_sums", "2_words")}}
     if grader is not None:
         nb = src.solved("2_words")

@@ -22,9 +22,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-from test_grade import ENV, FIXTURE, ROOT, make_course
 
 from autograder import config, intake, judge, nbgrader_dir, notebooks, release
+from helpers import ENV, FIXTURE, ROOT, make_course
 
 
 def run_release(root: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -338,7 +338,7 @@ def test_blank_run_allows_only_stub_errors_after_the_first_solution():
 
 def test_solution_run_refuses_stderr_in_graded_cells_only():
     """nbgrader's Validate fails a graded cell that writes to stderr (a warning), so the release
-    does too (tests/test_setup_cells.py runs the real Validate on one notebook)."""
+    does too (tests/course/test_setup_cells.py runs the real Validate on one notebook)."""
 
     def warning(name):
         return [new_output("stream", name=name, text="UserWarning: careful\n")]

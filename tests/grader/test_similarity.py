@@ -21,8 +21,7 @@ from variant_sets import transformer
 
 from autograder import config, gradescope, notebooks, release, similarity
 from autograder.__main__ import main
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 NB = transformer.NOTEBOOK  # 3_transformer
 A, C = transformer.A, transformer.C  # scaled_dot_attention, causal_attention

@@ -20,8 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from autograder import intake, judge, release, report, tamper
 from autograder.nbgrader_dir import GradingDir
 from autograder.shards import ShardDir
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 SETUP = """\
 import torch

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder import notebooks
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 SOLUTIONS = sorted((ROOT / "solutions" / "a3").glob("*.ipynb"))
 RELEASED = sorted((ROOT / "assignments" / "a3").glob("*.ipynb"))

@@ -21,11 +21,11 @@ import textwrap
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
-from test_grade import ENV, ROOT, _sources, grades, make_course
 from test_sandbox import TOML as SANDBOX_TOML
 from test_sandbox import course_notebooks as sandbox_course
 
 from autograder import notebooks
+from helpers import ENV, ROOT, course_sources, grades, make_course
 
 MARK = "EXFIL-7f3e"  # in every string an attacker tries to carry out
 RAN = "ATTACK-RAN"  # printed at the end of every attack cell
@@ -174,7 +174,7 @@ def graded(tmp_path_factory):
     for other in (root / "solutions" / "a3").glob("*.ipynb"):  # one notebook: the attacked one
         other.unlink()
     nbformat.write(solution_notebook(), root / "solutions" / "a3" / "1_attention.ipynb")
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     released = src.released["1_attention"]
     students = {
         "control-zeros": _submission(released, ZEROS),

@@ -1,4 +1,4 @@
-"""The attacks of ``tests/test_sandbox.py`` that forge a score inside the kernel, graded again
+"""The attacks of ``tests/grader/test_sandbox.py`` that forge a score inside the kernel, graded again
 with the advisory scan off (``[grade] tamper_scan = false``): they run in the kernel, and still
 get no more than the control, and nothing notes them (no ``review``). Here every notebook's
 kernel is a process of its own (``[sandbox] fork_kernels = false``), the other mode of the
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from test_grade import autograder, grades
 from test_sandbox import (
     FORGERS,
     HONEST_WORTH,
@@ -19,6 +18,8 @@ from test_sandbox import (
     _hand_in,
     _outputs,
 )
+
+from helpers import autograder, grades
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from colab.resolver import bundled_model_requirement
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def _pyproject():

@@ -4,12 +4,11 @@ mid-run and an LMS zip, in temporary copies of a course.
 The tiny course in tests/fixtures/course (two notebooks that import nothing heavy, so the edge
 cases run fast, with exact expected grades): its demo class (the README's `make grade`), odd
 submissions, the canary. Each class is graded once per module (module-scoped fixtures). The
-repository's own notebooks: ``tests/test_grade_real.py``.
+repository's own notebooks: ``tests/grader/test_grade_real.py``.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -24,66 +23,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import config, demo, intake, judge, nbgrader_dir, notebooks, ownrun, worker
-
-ROOT = Path(__file__).resolve().parents[1]
-
-FIXTURE = ROOT / "tests" / "fixtures" / "course"
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
-def make_course(tmp: Path, source: Path = FIXTURE, toml: str | None = None) -> Path:
-    """A course under ``tmp``: course.toml, solutions/a3 and the real nbgrader config."""
-    (tmp / "autograder").mkdir(parents=True)
-    (tmp / "course.toml").write_text(toml or (source / "course.toml").read_text())
-    solutions = tmp / "solutions" / "a3"
-    solutions.mkdir(parents=True)
-    for nb in sorted((source / "solutions" / "a3").glob("*.ipynb")):
-        (solutions / nb.name).write_bytes(nb.read_bytes())
-    (tmp / "autograder" / "nbgrader_config.py").write_text(
-        (ROOT / "autograder" / "nbgrader_config.py").read_text()
-    )
-    return tmp
-
-
-def autograder(
-    root: Path, *args: str, timeout: int = 1800, env: dict | None = None
-) -> subprocess.CompletedProcess:
-    """``python -m autograder --root ROOT ARGS``, as the Makefile runs it (in ``env``)."""
-    cmd = [sys.executable, "-m", "autograder", "--root", str(root), *args]
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=env or ENV, capture_output=True, text=True, timeout=timeout
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return proc
-
-
-def flatten(expected: dict) -> dict[tuple[str, str], tuple[float, str]]:
-    return {(s, n): (float(p), f) for s, nbs in expected.items() for n, (p, f) in nbs.items()}
-
-
-def grades(root: Path) -> dict[tuple[str, str], dict[str, str]]:
-    with open(root / "autograder" / "out" / "grades.csv", newline="") as fh:
-        return {(r["student"], r["notebook"]): r for r in csv.DictReader(fh)}
-
-
-def gradebook_rows(gdir: Path) -> list[tuple]:
-    con = sqlite3.connect(gdir / "gradebook.db")
-    try:
-        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        return sorted(
-            con.execute(
-                "SELECT student.id, notebook.name, base_cell.name, grade.auto_score, "
-                "grade.manual_score, grade.needs_manual_grade FROM grade "
-                "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
-                "JOIN notebook ON submitted_notebook.notebook_id = notebook.id "
-                "JOIN submitted_assignment ON submitted_notebook.assignment_id = "
-                "submitted_assignment.id JOIN student ON submitted_assignment.student_id = "
-                "student.id JOIN base_cell ON grade.cell_id = base_cell.id"
-            ).fetchall()
-        )
-    finally:
-        con.close()
+from autograder import config, intake, judge, nbgrader_dir, notebooks, ownrun, worker
+from helpers import (
+    ENV,
+    FIXTURE,
+    ROOT,
+    autograder,
+    course_sources,
+    gradebook_rows,
+    graded_tiny_demo,
+    grades,
+    make_course,
+)
 
 
 def test_a_new_gradebook_holds_nbgraders_schema_revision(tmp_path):
@@ -120,30 +71,6 @@ FIXTURE_EXPECTED = {  # student: {notebook: (points, flags)}; 1_sums is worth 2 
     "s8-renamed": {"1_sums": (2, "renamed;needs-manual"), "2_words": (2, "ok")},
     "s9-invalid-json": {"1_sums": (0, "failed"), "2_words": (0, "missing")},
 }
-
-
-def graded_tiny_demo(dest: Path) -> tuple[Path, str]:
-    """The tiny course's demo class graded by one ``make grade`` (``grade --jobs 2``), copied to
-    ``dest`` (which must not exist); returns the copy's root and what grading printed.
-
-    Graded once per test run, for every module that starts from it (test_grade,
-    test_gradescope): in the run's shared folder (conftest.py), under a lock, since
-    pytest-xdist runs modules in separate processes. A course directory holds no absolute path,
-    so the copy grades on as the original would (test_tiny_demo_rerun_is_idempotent)."""
-    import fcntl
-    import shutil
-
-    shared = Path(os.environ["A3_TEST_SHARED"]) / "tiny-demo"
-    shared.mkdir(parents=True, exist_ok=True)
-    printed = shared / "stdout.txt"
-    with open(shared / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not printed.exists():
-            shutil.rmtree(shared / "course", ignore_errors=True)  # a failed try before
-            root = make_course(shared / "course")
-            printed.write_text(autograder(root, "grade", "--jobs", "2").stdout)
-    shutil.copytree(shared / "course", dest, symlinks=True)
-    return dest, printed.read_text()
 
 
 @pytest.fixture(scope="module")
@@ -213,16 +140,8 @@ EDGE_TOML = (
 )
 
 
-def _sources(root: Path) -> tuple[demo.Sources, nbgrader_dir.GradingDir]:
-    course = config.load(root)
-    gdir = nbgrader_dir.real(course)
-    nbgrader_dir.generate_assignment(course, gdir)
-    names = course.notebooks()
-    src = demo.Sources(
-        source={n: notebooks.read(gdir.source / f"{n}.ipynb") for n in names},
-        released={n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names},
-    )
-    return src, gdir
+def flatten(expected: dict) -> dict[tuple[str, str], tuple[float, str]]:
+    return {(s, n): (float(p), f) for s, nbs in expected.items() for n, (p, f) in nbs.items()}
 
 
 def _dump(nb) -> bytes:
@@ -230,7 +149,7 @@ def _dump(nb) -> bytes:
 
 
 def write_edge_class(root: Path) -> None:
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     full1, full2 = _dump(src.solved("1_sums")), _dump(src.solved("2_words"))
 
     def hand_in(student: str, files: dict[str, bytes]) -> None:
@@ -379,7 +298,7 @@ def test_crash_mid_run_keeps_earlier_grades(edge_class):
 
 def test_collect_lms_zip(tmp_path):
     root = make_course(tmp_path / "course")
-    src, _ = _sources(root)
+    src, _ = course_sources(root)
     archive = tmp_path / "download.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("doejane_123_456_1_sums.ipynb", _dump(src.solved("1_sums")))
@@ -492,7 +411,7 @@ def test_a_busy_gradebook_makes_grading_wait_not_fail(tmp_path):
     SQLite's default wait (5 s) failed the notebook it was grading ("database is locked": 0
     points for an honest student). Grading now waits for the lock."""
     root = make_course(tmp_path / "course")
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     folder = gdir.submitted / "ann" / "a3"
     folder.mkdir(parents=True)
     for name in ("1_sums", "2_words"):
@@ -568,7 +487,7 @@ def test_a_grader_killed_outright_leaves_nothing_in_tmp_for_long(tmp_path, monke
 
 def test_canary_stops_a_broken_course_then_grading_goes_on(tmp_path):
     root = make_course(tmp_path)
-    src, gdir = _sources(root)
+    src, gdir = course_sources(root)
     words = src.solved("2_words")
     printing = next(i for i, c in enumerate(words.cells) if c.source == 'print(shout("done"))')
     words.cells[printing].outputs = [

@@ -1,12 +1,12 @@
 from collections import Counter
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from course_lib import piglatin, subwords
+from helpers import ROOT
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "a3" / "5b_copying_subwords.ipynb"
+NOTEBOOK = ROOT / "solutions" / "a3" / "5b_copying_subwords.ipynb"
 
 
 @pytest.fixture(scope="module")

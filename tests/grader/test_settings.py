@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from test_grade import ENV, ROOT, make_course
 
 from autograder import config, nbgrader_dir, settings
+from helpers import ENV, ROOT, make_course
 
 
 def _set(root, table: str, line: str) -> None:

@@ -5,7 +5,7 @@ against the schema written from Gradescope's documentation (tests/gradescope/).
 
 ``setup.sh`` cannot run here (it installs with apt-get and pip from the internet, as root):
 its steps are checked against ``make setup``'s, and ``bash -n`` checks both scripts. The
-repository's own course on Gradescope: ``tests/test_grade.py`` (one student of its graded class).
+repository's own course on Gradescope: ``tests/grader/test_grade.py`` (one student of its graded class).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 import jsonschema
 import nbformat
 import pytest
-from test_grade import ENV, ROOT, _sources, autograder, graded_tiny_demo, grades, make_course
 
 from autograder import config, gradescope, judge, nbgrader_dir, release, report, tamper
+from helpers import ENV, ROOT, autograder, course_sources, graded_tiny_demo, grades, make_course
 
 SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
 ZIP_LIMIT = 3_000_000  # bytes: the tiny course's zip (the real one: about 1 MB)
@@ -275,7 +275,7 @@ def test_results_say_why_a_notebook_was_not_graded(emulated):
 def test_results_leave_the_review_flag_and_notes_out(tmp_path):
     """What the advisory scan noted is for the instructor: results.json is the student's."""
     root = make_course(tmp_path)
-    _, gdir = _sources(root)
+    _, gdir = course_sources(root)
     course = config.load(root)
     rows = []
     for name in course.notebooks():

@@ -42,9 +42,9 @@ from urllib.parse import parse_qs, urlparse
 
 import nbformat
 import pytest
-from test_grade import _sources, autograder, make_course
 
 from autograder import nbgrader_dir, notebooks
+from helpers import autograder, course_sources, make_course
 
 pytestmark = pytest.mark.slow
 
@@ -350,7 +350,7 @@ def test_no_student_script_runs_in_feedback_or_formgrader(tmp_path, beacon):
 
 def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
     root = make_course(tmp_path / "course")
-    src, grading = _sources(root)
+    src, grading = course_sources(root)
     gdir = grading.root
     submission = hostile(src.solved("1_sums"), beacon)
     for cell in submission.cells:  # the student's own run printed this (grading skips the cell)

@@ -18,10 +18,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from test_grade import ENV, FIXTURE, ROOT, make_course
 
 from autograder import config
 from autograder.collect import CollectError, ZipLimits, collect
+from helpers import ENV, FIXTURE, ROOT, make_course
 
 MiB = 1024 * 1024
 # The tiny course's pattern, also reading uploaded archives (as the repository's course.toml).

@@ -28,8 +28,7 @@ from autograder.sanitise import (
     sanitise_markdown,
     sanitise_notebook,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 # A 1x1 PNG (valid base64 of a real PNG: kept byte for byte).
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"

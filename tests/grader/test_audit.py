@@ -20,12 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_grade import ENV, autograder, make_course
 
 from autograder import audit, mutants, notebooks
-
-ROOT = Path(__file__).resolve().parents[1]
-
+from helpers import ENV, ROOT, autograder, make_course
 
 SNIPPET = '''import math
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_grade import ENV, ROOT, autograder, gradebook_rows, grades, make_course
 
 from autograder import config, demo, nbgrader_dir  # noqa: E402  (test_grade puts ROOT on the path)
 from autograder.shards import Shard, ShardError, find_shards, shard_of  # noqa: E402
+from helpers import ENV, ROOT, autograder, gradebook_rows, grades, make_course
 
 TIMEOUT = "5"  # seconds per cell: the looping student costs little
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder import config, notebooks, public, release
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def copy_course(tmp: Path) -> Path:

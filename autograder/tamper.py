@@ -62,9 +62,10 @@ Everyday notebook habits match no rule: shell escapes and magics (``!pip install
 ``%timeit``, ``%matplotlib inline``), ``import IPython``, ``from IPython.display import ...``,
 ``importlib.reload``, star imports, seeds, ``torch.backends`` settings, ``os.environ[...] = ...``,
 ``requires_grad`` changes, printing, builtins shadowed (``sum = 0``), classes defined twice,
-``getattr(F, name)(x)``, ``google.colab``'s ``drive.mount`` (``tests/grader/test_tamper.py`` has one case
-per habit and per rule). Limits, by design: aliases made by assignment (``t = torch``), code
-built from strings (``exec``) and what only running code knows are not followed.
+``getattr(F, name)(x)``, ``google.colab``'s ``drive.mount`` (``tests/grader/test_tamper.py``
+has one case per habit and per rule). Limits, by design: aliases made by assignment
+(``t = torch``), code built from strings (``exec``) and what only running code knows are not
+followed.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the resolver is shared with tests/course/test_colab_install.py
+# The resolver is shared with tests/course/test_colab_install.py.
+sys.path.insert(0, str(ROOT / "tests"))
 
 from colab.resolver import (  # noqa: E402
     INDEX_URL,

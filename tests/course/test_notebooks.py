@@ -35,7 +35,8 @@ def _setup_source(name: str) -> str:
 
 class _Pip:
     """Stands for ``subprocess.Popen`` in a setup cell: records pip's arguments, prints a line
-    of pip's output, exits with ``code`` (``tests/course/test_setup_cells.py`` runs the real pip)."""
+    of pip's output, exits with ``code`` (``tests/course/test_setup_cells.py`` runs the real
+    pip)."""
 
     def __init__(self, code: int):
         self.code, self.calls = code, []
@@ -125,8 +126,8 @@ def _errors(nb: nbformat.NotebookNode) -> list[str]:
 
 
 def test_the_tas_table_lists_every_notebook_of_the_course():
-    """Adding a notebook is the notebook, its variant set (``tests/grader/test_variants.py``) and its
-    row in ``solutions/README.md``'s table: this test finds a missing or a stale row."""
+    """Adding a notebook is the notebook, its variant set (``tests/grader/test_variants.py``)
+    and its row in ``solutions/README.md``'s table: this test finds a missing or a stale row."""
     text = (ROOT / "solutions" / "README.md").read_text()
     rows = re.findall(r"^\| `([^`]+)\.ipynb` \|", text, flags=re.MULTILINE)
     assert rows == NAMES

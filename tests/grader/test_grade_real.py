@@ -1,7 +1,8 @@
 """`make grade` end to end on the repository's own notebooks (solutions/a3): the demo class of
 ``autograder/demo.py`` graded as a real class, expected grades derived from the solutions'
 points, and one of its students graded again by Gradescope's ``run_autograder``: the same
-points, test by test. (The tiny course's classes, with exact grades: ``tests/grader/test_grade.py``.)
+points, test by test. (The tiny course's classes, with exact grades:
+``tests/grader/test_grade.py``.)
 """
 
 from __future__ import annotations

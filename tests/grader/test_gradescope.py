@@ -5,7 +5,8 @@ against the schema written from Gradescope's documentation (tests/gradescope/).
 
 ``setup.sh`` cannot run here (it installs with apt-get and pip from the internet, as root):
 its steps are checked against ``make setup``'s, and ``bash -n`` checks both scripts. The
-repository's own course on Gradescope: ``tests/grader/test_grade.py`` (one student of its graded class).
+repository's own course on Gradescope: ``tests/grader/test_grade.py`` (one student of its
+graded class).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import canary, config, demo, grading, nbgrader_dir, notebooks
 from .config import Course
+from .records import Records
 
 
 def scratch_course(course: Course, folder: Path) -> Course:
@@ -52,7 +53,7 @@ def write_students(course: Course, gdir: nbgrader_dir.GradingDir, n: int) -> lis
 def _reset(gdir: nbgrader_dir.GradingDir) -> None:
     for path in (gdir.autograded, gdir.feedback, gdir.intake, gdir.root / "logs"):
         shutil.rmtree(path, ignore_errors=True)
-    gdir.state_file.unlink(missing_ok=True)
+    shutil.rmtree(gdir.records, ignore_errors=True)
 
 
 def _machine_cpu() -> float:
@@ -76,10 +77,9 @@ def time_grade(course: Course, jobs: int) -> tuple[float, float, list[float]]:
     bad = [r for r in result.rows if r.flag_text not in ("ok", "needs-manual")]
     if bad:
         print(f"warning: {len(bad)} notebook(s) not graded cleanly, e.g. {bad[0].as_csv()}")
-    state = grading.State(gdir)
-    per_notebook = [
-        nb["seconds"] for run in state.students.values() for nb in run.worker["notebooks"].values()
-    ]
+    records = Records(gdir)
+    runs = [records.get(student) for student in grading.list_students(gdir)]
+    per_notebook = [nb["seconds"] for run in runs if run for nb in run.worker["notebooks"].values()]
     return wall, cpu, per_notebook
 
 

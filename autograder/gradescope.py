@@ -85,6 +85,7 @@ from . import (
 )
 from .config import REPO_ROOT, Course
 from .nbgrader_dir import GradingDir
+from .records import Records, StudentRun
 
 ZIP_NAME = "gradescope-autograder.zip"
 ROOT_VARIABLE = "A3_AUTOGRADER_ROOT"  # replaces /autograder (an emulated tree)
@@ -355,7 +356,7 @@ def results(
     course: Course,
     gdir: GradingDir,
     rows: list[report.Row],
-    run: grading.StudentRun | None,
+    run: StudentRun | None,
     notes: list[str],
     seconds: float,
     sandbox: list[str],
@@ -484,12 +485,11 @@ def run(root: Path, log=print) -> dict:
         left = end_leftovers()
         if left:
             log(f"ended {left} process(es) left running after grading")
-        state = grading.State(gdir)
         data = results(
             course,
             gdir,
             result.rows,
-            state.students.get(STUDENT),
+            Records(gdir).get(STUDENT),
             notes,
             time.perf_counter() - start,
             grading.sandbox_lines(course),

@@ -15,8 +15,8 @@ One run, for the course directory ``gdir`` (``autograder/`` or ``autograder/demo
    gradebook is safe for disjoint students) and a student can only ever cost their own
    grade. A worker past ``student_timeout`` is killed with its kernels; what it did not
    finish is scored 0 and flagged;
-5. after each student, record what happened in ``grading-state.json`` (atomically), so a crash
-   mid-run keeps every earlier student's grades and state;
+5. after each student, write their record (``records.py``: one file per student, atomically),
+   so a crash mid-run keeps every earlier student's grades and records;
 6. read the scores from the gradebook and write ``autograder/out/grades.csv``,
    ``canvas.csv``, ``summary.txt``, the class report (``report.html``, ``classreport.py``) and
    every student's feedback pages (``feedback.py``), and print the summary table and a
@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,30 +36,10 @@ from . import canary, demo, intake, judge, nbgrader_dir, notebooks, ownrun, repo
 from .config import Course, usable_cpus
 from .gradebook import Scores, read_scores, zero_notebooks
 from .nbgrader_dir import STUDENT_ID, GradingDir
+from .records import Records, StudentRun
 
 if TYPE_CHECKING:
     from .shards import Shard
-
-# nbgrader matches student ids as glob patterns and uses them as folder names.
-STATE_VERSION = 2  # 2: scores from the judge (a state of version 1 is graded again)
-
-
-@dataclass
-class StudentRun:
-    """What grading one student did (stored per student in ``grading-state.json``)."""
-
-    fingerprint: str
-    intake: dict
-    worker: dict = field(default_factory=dict)  # the worker's result file (see worker.py)
-    killed: bool = False
-    exit_code: int | None = None
-    seconds: float = 0.0
-
-    @property
-    def complete(self) -> bool:
-        """Graded to a final verdict: the worker finished, or the student's time limit stopped
-        it (grading again would stop it again). Otherwise the next run grades them again."""
-        return bool(self.worker.get("done")) or self.killed
 
 
 @dataclass
@@ -79,29 +57,7 @@ class GradeResult:
     canary: str = ""  # why the canary failed (then no student was graded): see canary.py
 
 
-class State:
-    """``grading-state.json``: the last run of each student, saved atomically after each."""
-
-    def __init__(self, gdir: GradingDir):
-        self.path = gdir.state_file
-        self.lock = threading.Lock()
-        self.students: dict[str, StudentRun] = {}
-        if self.path.exists():
-            try:
-                data = json.loads(self.path.read_text())
-                if data.get("version") == STATE_VERSION:
-                    self.students = {k: StudentRun(**v) for k, v in data["students"].items()}
-            except (OSError, ValueError, TypeError) as err:
-                print(f"ignoring unreadable {self.path}: {err}")
-
-    def record(self, student: str, run: StudentRun) -> None:
-        with self.lock:
-            self.students[student] = run
-            data = {
-                "version": STATE_VERSION,
-                "students": {k: v.__dict__ for k, v in sorted(self.students.items())},
-            }
-            notebooks.write_bytes(self.path, json.dumps(data, indent=1).encode())
+UNUSABLE_ID = "student id (folder name) not usable: letters, digits, ._@+- only"
 
 
 def list_students(gdir: GradingDir) -> list[str]:
@@ -167,6 +123,22 @@ def rows_for(
                 row.flags.append("needs-manual")
     for note in taken.notes if taken else []:
         rows[0].notes.append(note)
+    return rows
+
+
+def class_rows(
+    course: Course, gdir: GradingDir, everyone: list[str], cell_timeout: int,
+    problems: dict[str, str],
+) -> list[report.Row]:  # fmt: skip
+    """The report rows of ``everyone``: their records joined with the gradebook's scores
+    (``problems``: why a student has no record, e.g. :data:`UNUSABLE_ID`)."""
+    specs = judge.read_specs(gdir.judges, course.notebooks())
+    records = Records(gdir)
+    scores = read_scores(gdir.db_url, gdir.assignment, everyone)
+    rows: list[report.Row] = []
+    for student in everyone:
+        rows += rows_for(student, records.get(student), specs, scores, cell_timeout,
+                         problems.get(student, ""), course.grade.extra_credit)  # fmt: skip
     return rows
 
 
@@ -282,19 +254,19 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
     judges = judge.read_specs(gdir.judges, names)
     assignment_hash = gdir.source_stamp.read_text().strip()
-    state = State(gdir)
+    records = Records(gdir)
     everyone = [s for s in list_students(gdir) if plan.shard is None or plan.shard.owns(s)]
     chosen = everyone if not plan.students else [s for s in everyone if s in plan.students]
     for unknown in set(plan.students or []) - set(everyone):
         log(f"  no submission for student {unknown!r}")
 
     todo: list[str] = []
-    pending: dict[str, StudentRun] = {}  # recorded once the canary passed
+    runs: dict[str, StudentRun] = {}  # this run's, recorded once the canary passed
     skipped: list[str] = []
     invalid: dict[str, str] = {}
     for student in chosen:
         if not STUDENT_ID.fullmatch(student):
-            invalid[student] = "student id (folder name) not usable: letters, digits, ._@+- only"
+            invalid[student] = UNUSABLE_ID
             continue
         seen, staged = intake.read_student(
             gdir,
@@ -309,12 +281,12 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             ownrun.attach(nb, handed_in / seen.notebooks[name].file, judges[name])
         seen.fingerprint = intake.stage(gdir, seen, staged)
         fingerprint = _fingerprint(assignment_hash, str(limit), seen.fingerprint)
-        before = state.students.get(student)
+        before = records.get(student)
         if before and before.complete and before.fingerprint == fingerprint and not plan.regrade:
             skipped.append(student)
         else:
             todo.append(student)
-            pending[student] = StudentRun(fingerprint, seen.to_dict())
+            runs[student] = StudentRun(fingerprint, seen.to_dict())
 
     from .sandbox import refusal
 
@@ -325,9 +297,8 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
             log(verdict.message())
             seconds = round(time.perf_counter() - start, 1)
             return GradeResult(gdir, [], [], skipped, seconds, canary=verdict.message())
-    for student, run in pending.items():
-        state.students.pop(student, None)
-        state.record(student, run)
+    for student, run in runs.items():
+        records.put(student, run)
 
     if todo:
         worker.sweep_scratch()
@@ -337,7 +308,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         log(f"  grading {len(todo)} student(s), {len(skipped)} unchanged since last time")
 
         def one(student: str) -> None:
-            pending = state.students[student]
+            pending = runs[student]
             if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
                 result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
             else:
@@ -348,7 +319,8 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
                 unfinished = [n for n in names if not result["notebooks"].get(n, {}).get("graded")]
                 zero_notebooks(gdir.db_url, gdir.assignment, student, unfinished)
             run = StudentRun(pending.fingerprint, pending.intake, result, killed, code, seconds)
-            state.record(student, run)
+            records.put(student, run)
+            runs[student] = run
             status = (
                 "killed (time limit)" if killed else ("done" if run.complete else f"exit {code}")
             )
@@ -368,19 +340,13 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     else:
         log(f"  all {len(skipped)} student(s) unchanged since last time: nothing to grade")
 
-    incomplete = [s for s in todo if not state.students[s].complete]
+    incomplete = [s for s in todo if not runs[s].complete]
     if incomplete:
         log(f"  not graded to the end (see {gdir.root / 'logs'}): {', '.join(incomplete)}")
-    unanswered = no_replies([state.students[s] for s in todo])
+    unanswered = no_replies([runs[s] for s in todo])
     if unanswered:
         log(UNANSWERED)
-    scores = read_scores(gdir.db_url, gdir.assignment, everyone)
-    rows: list[report.Row] = []
-    for student in everyone:
-        run = state.students.get(student)
-        rows += rows_for(
-            student, run, judges, scores, limit, invalid.get(student, ""), course.grade.extra_credit
-        )
+    rows = class_rows(course, gdir, everyone, limit, invalid)
     write_reports(course, gdir, rows, title=plan.title, log=log)
     seconds = round(time.perf_counter() - start, 1)
     return GradeResult(gdir, rows, todo, skipped, seconds, incomplete, unanswered)
@@ -459,17 +425,9 @@ def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -
     gdir = class_dir(course, demo_class)
     limit = default_cell_timeout(course, gdir)
     with exclusive(gdir):
-        names = course.notebooks()
-        specs = judge.read_specs(gdir.judges, names)
-        state = State(gdir)
         everyone = list_students(gdir)
-        scores = read_scores(gdir.db_url, gdir.assignment, everyone)
-        rows: list[report.Row] = []
-        for student in everyone:
-            usable = STUDENT_ID.fullmatch(student)
-            problem = "" if usable else "student id (folder name) not usable: ._@+- letters, digits"
-            rows += rows_for(student, state.students.get(student), specs, scores, limit,
-                             problem, course.grade.extra_credit)  # fmt: skip
+        unusable = {s: UNUSABLE_ID for s in everyone if not STUDENT_ID.fullmatch(s)}
+        rows = class_rows(course, gdir, everyone, limit, unusable)
         title = class_title(gdir)
         write_reports(course, gdir, rows, title=f"{title} (from the gradebook)", log=log)
     return rows

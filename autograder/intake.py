@@ -24,7 +24,8 @@ repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it 
 - no usable file: ``missing``.
 
 Shape of the result: a :class:`StudentIntake` with one :class:`NotebookIntake` per assignment
-notebook; ``to_dict``/``from_dict`` give the JSON stored in ``grading-state.json``.
+notebook; ``to_dict``/``from_dict`` give the JSON stored in each student's record
+(``records.py``).
 """
 
 from __future__ import annotations

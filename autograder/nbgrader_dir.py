@@ -12,7 +12,7 @@ for assignment ``a``::
     intake/<student>/a/*.ipynb         submissions as graded (see ``intake.py``)
     autograded/, feedback/             nbgrader's graded notebooks and HTML feedback
     gradebook.db, backups/             nbgrader's gradebook and its timestamped copies
-    grading-state.json                 what the last ``grade`` found per student (``grading.py``)
+    records/a/<student>.json           what the last ``grade`` found per student (``records.py``)
 
 Every nbgrader command runs in a child process (``python -m autograder.nbgrader_app``) with
 the virtual environment's ``bin`` on PATH: nbgrader runs a bare ``alembic`` when it creates a
@@ -106,8 +106,9 @@ class GradingDir:
         return self.root / "backups"
 
     @property
-    def state_file(self) -> Path:
-        return self.root / "grading-state.json"
+    def records(self) -> Path:
+        """One record per student of the last grading run (``records.py``)."""
+        return self.root / "records" / self.assignment
 
     @property
     def judges(self) -> Path:

@@ -11,14 +11,14 @@ A shard is one of N disjoint parts of the class, numbered ``0`` to ``N-1`` (as S
 - **where**: each shard grades in an nbgrader course directory of its own,
   ``autograder/out/shards/<i>-of-<N>/`` (the demo class: ``autograder/out/shards/demo/...``):
   its own gradebook (SQLite must not be shared between machines), intake, graded notebooks,
-  feedback, ``grading-state.json`` and logs, and its own reports in ``out/`` (grades.csv,
+  feedback, records (``records.py``) and logs, and its own reports in ``out/`` (grades.csv,
   summary.txt). It reads the submissions from the class's ``autograder/submitted/`` (read only;
   the demo class is generated in each shard). ``shard.json`` says what the shard graded;
   it is written last, so a shard without it did not finish;
 - **merge** (``python -m autograder merge``, ``make merge``): checks that shards ``0..N-1`` are
   all there, finished, made from the same assignment and time limit, and disjoint; copies each
   shard's gradebook entries (nbgrader's API: students, submissions, grades, comments), graded
-  notebooks, feedback and grading state into the class's own course directory, then writes one
+  notebooks, feedback and records into the class's own course directory, then writes one
   ``grades.csv`` and report through ``grading.write_reports``, from the same rows a single
   ``make grade`` would have made. A manual score a grader already gave in the class's gradebook
   is kept, as ``make grade`` keeps it.
@@ -40,10 +40,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import demo, grading, judge, nbgrader_dir, notebooks, report
+from . import demo, grading, nbgrader_dir, notebooks, report
 from .config import Course
-from .gradebook import read_scores
 from .nbgrader_dir import GradingDir
+from .records import Records
 
 MANIFEST = "shard.json"
 MANIFEST_VERSION = 1
@@ -144,10 +144,10 @@ def write_manifest(course: Course, plan: grading.Plan, result: grading.GradeResu
     """``shard.json``: what the shard graded, for ``merge`` (written last, atomically)."""
     gdir, shard = plan.gdir, plan.shard
     assert shard is not None
-    state = grading.State(gdir)
-    problems = {}  # students with no grading state: why (an unusable id)
+    records = Records(gdir)
+    problems = {}  # students with no record: why (an unusable id)
     for row in result.rows:
-        if row.student not in state.students and row.notes:
+        if records.get(row.student) is None and row.notes:
             problems.setdefault(row.student, row.notes[0])
     data = {
         "version": MANIFEST_VERSION,
@@ -258,28 +258,22 @@ def merge(
         backup = nbgrader_dir.backup_gradebook(gdir, "merge")
         if backup:
             log(f"  gradebook backed up to {backup}")
-        state = grading.State(gdir)
+        records = Records(gdir)
         problems: dict[str, str] = {}
         incomplete: list[str] = []
         for index, data in sorted(manifests.items()):
             sdir = dirs[index]
             students = data["students"]
             copy_gradebook(sdir.gradebook, gdir.gradebook, course.assignment, students)
-            shard_state = grading.State(sdir)
+            shard_records = Records(sdir)
             for student in students:
                 copy_student_files(sdir, gdir, student)
-                if student in shard_state.students:
-                    state.students[student] = shard_state.students[student]
-                else:
-                    state.students.pop(student, None)
+                records.copy_from(shard_records, student)
             problems.update(data.get("problems", {}))
             incomplete += data.get("incomplete", [])
             seconds, finished = data.get("seconds", 0), data.get("finished")
             log(f"  shard {index}/{count}: {len(students)} student(s), graded in {seconds:.0f} s, "
                 f"finished {finished}")  # fmt: skip
-        if state.students:  # saved once: record() writes every student's run
-            last = next(iter(state.students))
-            state.record(last, state.students[last])
         everyone = sorted({s for data in manifests.values() for s in data["students"]})
         unassigned = [] if use_demo else sorted(set(grading.list_students(gdir)) - set(everyone))
         for student in unassigned:
@@ -289,7 +283,7 @@ def merge(
                 "then make merge"
             )
         everyone = sorted(set(everyone) | set(unassigned))
-        rows = merged_rows(course, gdir, state, everyone, manifests[0]["cell_timeout"], problems)
+        rows = grading.class_rows(course, gdir, everyone, manifests[0]["cell_timeout"], problems)
         title = f"{grading.class_title(gdir)} (merged from {count} shards)"
         grading.write_reports(course, gdir, rows, title=title, log=log)
     if unassigned:
@@ -297,32 +291,6 @@ def merge(
     if incomplete:
         log(f"  not graded to the end: {', '.join(sorted(incomplete))}: run their shards again")
     return MergeResult(gdir, rows, count, sorted(incomplete), unassigned)
-
-
-def merged_rows(
-    course: Course,
-    gdir: GradingDir,
-    state: grading.State,
-    everyone: list[str],
-    cell_timeout: int,
-    problems: dict[str, str],
-) -> list[report.Row]:
-    """The report rows of ``everyone``, made as ``grade`` makes them (``grading.rows_for``)."""
-    names = course.notebooks()
-    specs = judge.read_specs(gdir.judges, names)
-    scores = read_scores(gdir.db_url, gdir.assignment, everyone)
-    rows: list[report.Row] = []
-    for student in everyone:
-        rows += grading.rows_for(
-            student,
-            state.students.get(student),
-            specs,
-            scores,
-            cell_timeout,
-            problems.get(student, ""),
-            course.grade.extra_credit,
-        )
-    return rows
 
 
 def copy_student_files(src: GradingDir, dst: GradingDir, student: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import json
 import os
 import shutil
 import sqlite3
@@ -72,6 +73,13 @@ def gradebook_rows(gdir: Path) -> list[tuple]:
         )
     finally:
         con.close()
+
+
+def student_record(gdir: Path, student: str, assignment: str = "a3") -> dict | None:
+    """The run last recorded for ``student`` in the course directory ``gdir``
+    (``autograder/records.py``), as JSON; None when there is none."""
+    path = gdir / "records" / assignment / f"{student}.json"
+    return json.loads(path.read_text())["run"] if path.exists() else None
 
 
 def graded_tiny_demo(dest: Path) -> tuple[Path, str]:

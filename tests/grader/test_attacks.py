@@ -25,7 +25,7 @@ from test_sandbox import TOML as SANDBOX_TOML
 from test_sandbox import course_notebooks as sandbox_course
 
 from autograder import notebooks
-from helpers import ENV, ROOT, course_sources, grades, make_course
+from helpers import ENV, ROOT, course_sources, grades, make_course, student_record
 
 MARK = "EXFIL-7f3e"  # in every string an attacker tries to carry out
 RAN = "ATTACK-RAN"  # printed at the end of every attack cell
@@ -233,8 +233,7 @@ def test_no_student_string_leaves_the_grader(graded, attack):
     assert pages
     for page in pages:
         assert MARK not in page.read_text(errors="replace"), page
-    state = json.loads(gdir.state_file.read_text())
-    verdicts = state["students"][student]["worker"]["notebooks"]["1_attention"]["verdicts"]
+    verdicts = student_record(gdir.root, student)["worker"]["notebooks"]["1_attention"]["verdicts"]
     assert MARK not in json.dumps(verdicts)
 
 

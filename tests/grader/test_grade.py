@@ -34,6 +34,7 @@ from helpers import (
     graded_tiny_demo,
     grades,
     make_course,
+    student_record,
 )
 
 
@@ -278,8 +279,8 @@ def test_crash_mid_run_keeps_earlier_grades(edge_class):
     deadline = time.time() + 600
     while time.time() < deadline and not finished and proc.poll() is None:
         time.sleep(0.2)
-        runs = json.loads((gdir / "grading-state.json").read_text())["students"]
-        workers = [runs[t]["worker"] for t in targets if t in runs]
+        runs = [student_record(gdir, t) for t in targets]
+        workers = [run["worker"] for run in runs if run]
         restarted = restarted or any(not w for w in workers)
         finished = restarted and any(w.get("done") for w in workers)
     assert proc.poll() is None, "grade finished before it could be killed"
@@ -513,8 +514,7 @@ def test_canary_stops_a_broken_course_then_grading_goes_on(tmp_path):
     assert "THE CANARY FAILED" in proc.stdout
     assert "2_words given_broken raised OSError" in proc.stdout
     assert not (root / "autograder" / "out" / "grades.csv").exists()
-    state = gdir.state_file
-    assert not state.exists() or "ann" not in json.loads(state.read_text())["students"]
+    assert student_record(gdir.root, "ann") is None
     # fixed: the canary passes and the student is graded
     solution.write_bytes(good)
     out = autograder(root, "grade", env=env).stdout
@@ -524,7 +524,7 @@ def test_canary_stops_a_broken_course_then_grading_goes_on(tmp_path):
     graded = notebooks.read(gdir.autograded / "ann" / "a3" / "2_words.ipynb")
     texts = [o.get("text") for o in graded.cells[printing].outputs]
     assert texts == [ownrun.NOTE, "DONE! in ann's own run\n"]  # not run: ann's own output
-    run = json.loads(state.read_text())["students"]["ann"]["worker"]["notebooks"]["2_words"]
+    run = student_record(gdir.root, "ann")["worker"]["notebooks"]["2_words"]
     assert run["skipped"] == [printing]
     # unchanged: neither the canary nor ann is graded again
     again = autograder(root, "grade", "--regrade", env=env).stdout

@@ -352,7 +352,9 @@ def test_no_grade_file_changes_and_nothing_reaches_students(tmp_path):
     out.mkdir(parents=True)
     (out / "grades.csv").write_text("student,notebook,flags\nsource,3_transformer,ok\n")
     (course.grader_dir / "gradebook.db").write_bytes(b"SQLite format 3\x00")
-    (course.grader_dir / "grading-state.json").write_text("{}")
+    record = course.grader_dir / "records" / "a3" / "source.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
     feedback = course.grader_dir / "feedback" / "source" / "a3" / f"{NB}.html"
     feedback.parent.mkdir(parents=True)
     feedback.write_text("<p>feedback</p>")

@@ -298,6 +298,26 @@ def test_mermaid_fence():
     assert 'class="mermaid"' not in pages["feedback"] and "graph TD" in pages["feedback"]
 
 
+def test_mathjax_commands_that_link_style_or_load_are_broken_up():
+    """MathJax typesets the page's text: a command that links, styles or loads is broken up
+    (``\\ href``) wherever MathJax reads it (Markdown prose and math, HTML outputs); a LaTeX
+    output that holds one is dropped; code shows it as written (MathJax skips code)."""
+    text = (
+        r"$\href{javascript:alert(1)}{x}$ and $$\style{background:url(https://e.org)}{y}$$ "
+        r"\require{action} but `\href{https://example.org}{z}` in code"
+    )
+    nb = notebook(
+        answer(text),
+        display({"text/html": r"<p>$\cssId{a}{b}$</p>", "text/plain": "html"}),
+        display({"text/latex": r"$\unicode{x}$", "text/plain": "latex"}),
+    )
+    for page in check(nb).values():
+        for command in ("href{javascript", "style{", "require{", "cssId{", "unicode{"):
+            assert "\\" + command not in page, command
+        assert r"$\ href{javascript:alert(1)}{x}$" in page and r"\ require{action}" in page
+        assert r"<code>\href{https://example.org}{z}</code>" in page
+
+
 def test_error_and_stream_text_are_escaped():
     outputs = [
         {"output_type": "stream", "name": "stdout", "text": f"<script>{JS}</script>"},

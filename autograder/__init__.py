@@ -3,25 +3,37 @@
 Built on nbgrader 0.9. The modules, by what they hold:
 
     config        course.toml and the paths derived from it
+    settings      the declared settings of course.toml's tables (types, defaults, help)
+    limits        a grading kernel's resource limits (course.toml's [sandbox])
     notebooks     reading/writing notebooks, nbgrader cell metadata
     nbgrader_dir  the nbgrader course directories, nbgrader commands, gradebook backups
+    nbgrader_app  nbgrader's command line, started faster (every nbgrader command runs it)
+    nbgrader_config  nbgrader's settings of the real class (nbgrader reads it from this folder)
     judge         the tests' specs (graded forms, judge cells), judging live kernels, verdicts
+    remote        the grader's end of a test: requests to a student's live kernel, replies as data
     release       the student notebooks and bundle, and the checks that guard them
+    public        the student-facing repository (make public)
     execute       running one notebook in quick mode (release checks)
     variants      grading changed answers (known-wrong and other correct ones) without nbgrader
+    sharedkernel  one kernel that grades many versions of a notebook (variants, mutants)
     demo          the demo class: nine kinds of students generated from the solutions
     intake        reading submissions: broken files, renamed notebooks, edited tests
     tamper        the static scan of student code (a second line: the judge decides)
     sandbox       the isolated, limited kernel that runs a student's notebook
+    zygote, forkkernel, forkpreload  forked kernels: one process per student imports once
+    processes     ending processes: a worker with its kernels, a sandbox's leftovers
     sanitise      student markup made inert before feedback and the formgrader show it
+    gradeexec     nbgrader's Execute as grading runs it: limits on time and output, then the tests
     worker        grading one student's notebooks in one child process, then the judge; starting it
-    grading       the grading run: intake, the canary, parallel workers, gradebook, state
+    grading       the grading run: intake, the canary, parallel workers, records, reports
+    records       one record per student run: what grading found besides the gradebook's scores
     canary        the solutions graded as a student first: a broken set-up stops grading
     ownrun        the student's own outputs where grading leaves a cell out
     shards        grading one shard of the class (cluster array jobs) and merging the shards
     gradescope    the Gradescope autograder zip, and grading one submission in its container
     gradebook     reading scores from the gradebook, writing the judge's verdicts into it
     report        grades.csv, canvas.csv (LMS), the summary table and histogram, index pages
+    pages         the HTML pages, from the Jinja2 templates in templates/ (autoescaped)
     feedback      the students' feedback pages: tests explained, never shown; written answers
     classreport   the class report: score distributions, pass rates, failures, flags, seconds
     collect       importing an LMS download zip, per student and per member

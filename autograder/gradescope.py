@@ -79,6 +79,7 @@ from . import (
     judge,
     nbgrader_dir,
     notebooks,
+    processes,
     release,
     report,
     worker,
@@ -462,8 +463,8 @@ def end_leftovers() -> int:
 
     worker.stop_fork_server()
     procs = psutil.Process().children(recursive=True)
-    running = [p for p in procs if worker.running(p)]
-    worker.kill_all(procs)
+    running = [p for p in procs if processes.running(p)]
+    processes.kill_all(procs)
     return len(running)
 
 

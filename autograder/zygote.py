@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from .worker import kill_all
+from .processes import kill_all, running
 
 PROGRAM = Path(__file__).with_name("forkkernel.py")  # standard library only (runs inside too)
 INSIDE_FOLDER = "/tmp/.zygote"  # its socket, in the scratch: kept by reset
@@ -114,7 +114,7 @@ class Zygote:
             return False
         try:
             proc = psutil.Process(self.pid)
-            same = proc.create_time() == self.created and _live(proc)
+            same = proc.create_time() == self.created and running(proc)
         except psutil.Error:
             return False
         return same and self._socket_in_place()
@@ -144,7 +144,7 @@ class Zygote:
             top = psutil.Process(self.process.pid)
             keep = {self.pid, top.pid} | {p.pid for p in psutil.Process(self.pid).parents()}
             for _ in range(50):  # a fork bomb's last forks
-                left = [p for p in top.children(recursive=True) if p.pid not in keep and _live(p)]
+                left = [p for p in top.children(recursive=True) if p.pid not in keep and running(p)]
                 if not left:
                     break
                 kill_all(left)
@@ -201,13 +201,3 @@ def _empty(folder: str, device: int, keep: str = "") -> None:
                 pass
         else:
             os.unlink(entry.path)
-
-
-def _live(proc) -> bool:
-    """Not a zombie (the zygote, the sandbox's pid 1, reaps those)."""
-    import psutil
-
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False

@@ -121,3 +121,14 @@ def test_the_grader_is_installed_beside_the_course_package(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert Path(proc.stdout.strip()).resolve() == ROOT / "autograder" / "__init__.py"
+
+
+def test_the_graders_index_names_every_module():
+    """``autograder/__init__.py`` lists the grader's modules by what they hold: a module added
+    or removed without its line there fails here."""
+    import autograder
+
+    modules = {p.stem for p in (ROOT / "autograder").glob("*.py")} - {"__init__", "__main__"}
+    rows = re.findall(r"^    ([a-z_]+(?:, [a-z_]+)*)  ", autograder.__doc__, re.M)
+    named = {name for row in rows for name in row.split(", ")}
+    assert named == modules, (sorted(modules - named), sorted(named - modules))

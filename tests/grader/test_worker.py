@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import config, judge, nbgrader_dir, notebooks, worker
+from autograder import config, judge, nbgrader_dir, notebooks, processes, worker
 from helpers import ROOT
 
 
@@ -103,8 +103,8 @@ def test_killing_waits_for_the_end_not_for_the_reaping():
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         grandchild = psutil.Process(int(parent.stdout.readline()))
-        worker.kill_all([grandchild])
+        processes.kill_all([grandchild])
         assert grandchild.status() == psutil.STATUS_ZOMBIE  # ended, its parent not yet told
     finally:
-        worker.kill_all([psutil.Process(parent.pid)])
+        processes.kill_all([psutil.Process(parent.pid)])
     assert not psutil.pid_exists(parent.pid)  # this process's own child: reaped

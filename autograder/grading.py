@@ -241,27 +241,18 @@ def exclusive(gdir: GradingDir):
         yield
 
 
-def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
-    """The grading run of ``plan`` (steps 1-6 of the module docstring)."""
-    start = time.perf_counter()
-    gdir, limit, workers = plan.gdir, plan.cell_timeout, plan.workers
-    threads = max(1, usable_cpus() // workers)
-    if nbgrader_dir.generate_assignment(course, gdir):
-        log("  nbgrader generate_assignment: assignment (re)loaded into the gradebook")
-    if plan.gdir.demo:
-        demo.build(course, gdir)
+def intake_class(
+    course: Course, plan: Plan, chosen: list[str], records: Records
+) -> tuple[dict[str, StudentRun], list[str], dict[str, str]]:
+    """Steps 2-3: intake and stage every student of ``chosen``. Returns the runs to grade
+    (their fingerprints and intakes, not recorded yet), the students unchanged since their last
+    complete grading, and the ids grading refuses (:data:`UNUSABLE_ID`)."""
+    gdir = plan.gdir
     names = course.notebooks()
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
     judges = judge.read_specs(gdir.judges, names)
     assignment_hash = gdir.source_stamp.read_text().strip()
-    records = Records(gdir)
-    everyone = [s for s in list_students(gdir) if plan.shard is None or plan.shard.owns(s)]
-    chosen = everyone if not plan.students else [s for s in everyone if s in plan.students]
-    for unknown in set(plan.students or []) - set(everyone):
-        log(f"  no submission for student {unknown!r}")
-
-    todo: list[str] = []
-    runs: dict[str, StudentRun] = {}  # this run's, recorded once the canary passed
+    runs: dict[str, StudentRun] = {}
     skipped: list[str] = []
     invalid: dict[str, str] = {}
     for student in chosen:
@@ -280,13 +271,73 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         for name, nb in staged.items():  # the student's own outputs of the cells not run
             ownrun.attach(nb, handed_in / seen.notebooks[name].file, judges[name])
         seen.fingerprint = intake.stage(gdir, seen, staged)
-        fingerprint = _fingerprint(assignment_hash, str(limit), seen.fingerprint)
+        fingerprint = _fingerprint(assignment_hash, str(plan.cell_timeout), seen.fingerprint)
         before = records.get(student)
         if before and before.complete and before.fingerprint == fingerprint and not plan.regrade:
             skipped.append(student)
         else:
-            todo.append(student)
             runs[student] = StudentRun(fingerprint, seen.to_dict())
+    return runs, skipped, invalid
+
+
+def grade_students(
+    course: Course, plan: Plan, runs: dict[str, StudentRun], records: Records,
+    refused: dict | None, threads: int, log=print,
+) -> None:  # fmt: skip
+    """Steps 4-5: grade the students of ``runs``, ``plan.workers`` at a time (``refused``: the
+    result of every student when kernels cannot be isolated, ``sandbox.refusal``); each
+    student's run in ``runs`` and their record are replaced as they finish."""
+    gdir, names = plan.gdir, course.notebooks()
+
+    def one(student: str) -> None:
+        pending = runs[student]
+        if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
+            result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
+        else:
+            result, killed, code, seconds = worker.run(
+                gdir, student, plan.cell_timeout, course.grade.student_timeout, threads,
+                course.sandbox,
+            )  # fmt: skip
+        if killed or not result.get("done"):
+            unfinished = [n for n in names if not result["notebooks"].get(n, {}).get("graded")]
+            zero_notebooks(gdir.db_url, gdir.assignment, student, unfinished)
+        run = StudentRun(pending.fingerprint, pending.intake, result, killed, code, seconds)
+        records.put(student, run)
+        runs[student] = run
+        status = "killed (time limit)" if killed else ("done" if run.complete else f"exit {code}")
+        status = status if refused is None else "not graded (no isolation)"
+        log(f"  {student:24} {seconds:7.1f} s  {status}")
+
+    with ThreadPoolExecutor(max_workers=plan.workers) as pool:
+        futures = [pool.submit(one, s) for s in runs]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:  # Ctrl-C or a bug: stop every worker and its kernels
+            for future in futures:
+                future.cancel()
+            worker.kill_running()
+            raise
+
+
+def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
+    """The grading run of ``plan`` (steps 1-6 of the module docstring)."""
+    start = time.perf_counter()
+    gdir, limit = plan.gdir, plan.cell_timeout
+    threads = max(1, usable_cpus() // plan.workers)
+    if nbgrader_dir.generate_assignment(course, gdir):
+        log("  nbgrader generate_assignment: assignment (re)loaded into the gradebook")
+    if plan.gdir.demo:
+        demo.build(course, gdir)
+    names = course.notebooks()
+    records = Records(gdir)
+    everyone = [s for s in list_students(gdir) if plan.shard is None or plan.shard.owns(s)]
+    chosen = everyone if not plan.students else [s for s in everyone if s in plan.students]
+    for unknown in set(plan.students or []) - set(everyone):
+        log(f"  no submission for student {unknown!r}")
+
+    runs, skipped, invalid = intake_class(course, plan, chosen, records)
+    todo = list(runs)
 
     from .sandbox import refusal
 
@@ -306,37 +357,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         if backup:
             log(f"  gradebook backed up to {backup}")
         log(f"  grading {len(todo)} student(s), {len(skipped)} unchanged since last time")
-
-        def one(student: str) -> None:
-            pending = runs[student]
-            if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
-                result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
-            else:
-                result, killed, code, seconds = worker.run(
-                    gdir, student, limit, course.grade.student_timeout, threads, course.sandbox
-                )
-            if killed or not result.get("done"):
-                unfinished = [n for n in names if not result["notebooks"].get(n, {}).get("graded")]
-                zero_notebooks(gdir.db_url, gdir.assignment, student, unfinished)
-            run = StudentRun(pending.fingerprint, pending.intake, result, killed, code, seconds)
-            records.put(student, run)
-            runs[student] = run
-            status = (
-                "killed (time limit)" if killed else ("done" if run.complete else f"exit {code}")
-            )
-            status = status if refused is None else "not graded (no isolation)"
-            log(f"  {student:24} {seconds:7.1f} s  {status}")
-
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(one, s) for s in todo]
-            try:
-                for future in futures:
-                    future.result()
-            except BaseException:  # Ctrl-C or a bug: stop every worker and its kernels
-                for future in futures:
-                    future.cancel()
-                worker.kill_running()
-                raise
+        grade_students(course, plan, runs, records, refused, threads, log)
     else:
         log(f"  all {len(skipped)} student(s) unchanged since last time: nothing to grade")
 

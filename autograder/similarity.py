@@ -54,9 +54,9 @@ import numpy as np
 from copydetect import CodeFingerprint, compare_files
 from nbformat import NotebookNode
 
-from . import intake, nbgrader_dir, notebooks, pages
+from . import intake, notebooks, pages
 from .config import Course, SimilaritySettings
-from .grading import list_students
+from .grading import class_dir, list_students
 from .nbgrader_dir import STUDENT_ID
 
 TEMPLATE = "similarity.html.j2"  # in templates/ (pages.py)
@@ -380,9 +380,7 @@ def find(
     no submission and ``demo_class`` is not False), and with ``reference``'s code (default:
     ``[similarity] reference``, if set)."""
     settings = course.similarity
-    gdir = nbgrader_dir.real(course)
-    if demo_class or (demo_class is None and not list_students(gdir)):
-        gdir = nbgrader_dir.demo(course)
+    gdir = class_dir(course, demo_class)
     if reference is None and settings.reference:
         reference = course.root / settings.reference
     if reference is not None and not reference.is_dir():

@@ -57,6 +57,7 @@ MAX_HANDLES = 10_000  # objects kept for the grader at once (a request that make
 _handles: dict[int, Any] = {}
 _counter = [0]
 _socket: list[Any] = []  # the request socket, while :func:`listen` has one open
+_answering = [False]  # whether :func:`answer` runs the student's code (see :func:`serve`)
 
 
 def listen() -> str:
@@ -85,16 +86,39 @@ def serve() -> None:
     A message is ``[signature, number, request]``; one whose signature (HMAC of number and
     request with this kernel's Jupyter key) is wrong is dropped. The reply is
     ``[signature, number, reply]``; a reply that is not JSON goes as an empty body (the grader
-    reads it as unreadable). An interrupt that arrives between requests (its request was just
-    answered) is ignored."""
+    reads it as unreadable).
+
+    The grader interrupts the kernel (SIGINT) when a request runs past its time limit. Only
+    the student's code may be interrupted (:func:`answer` turns it into ``raised``); one that
+    lands anywhere else (between requests, or after the request was answered, as its reply is
+    made and sent) is ignored, so the reply always goes out and serving goes on: the grader
+    reads the late reply as a ``timeout`` of that request alone, never a dead kernel."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _on_interrupt) if main else None
+    try:
+        _serve(_socket[0], *_key())
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+        _socket.clear()
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    """SIGINT while :func:`serve` runs: a ``KeyboardInterrupt`` in the student's code only."""
+    if _answering[0]:
+        raise KeyboardInterrupt
+
+
+def _serve(sock: Any, key: bytes, digest: str) -> None:
     import zmq
 
-    sock = _socket[0]
-    key, digest = _key()
     while True:
         try:
             frames = sock.recv_multipart()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # the student's code put SIGINT's default handler back
             continue
         if len(frames) != 3 or not hmac.compare_digest(
             frames[0], sign(key, digest, frames[1], frames[2])
@@ -114,7 +138,6 @@ def serve() -> None:
         if stop:
             break
     sock.close(0)
-    _socket.clear()
 
 
 def sign(key: bytes, digest: str, number: bytes, body: bytes) -> bytes:
@@ -138,9 +161,14 @@ def _user_ns() -> dict:
 
 
 def answer(request: Any, namespace: dict) -> dict:
-    """The reply to one request, as JSON-ready data (never raises)."""
+    """The reply to one request, as JSON-ready data (never raises). While it runs, an interrupt
+    stops the student's code (:func:`serve` ignores one anywhere else)."""
     try:
-        return {"ok": _dispatch(request, namespace)}
+        _answering[0] = True
+        try:
+            return {"ok": _dispatch(request, namespace)}
+        finally:
+            _answering[0] = False
     except BaseException as err:  # noqa: BLE001 - the student's code failed: say which way
         return {"raised": err.__class__.__name__[:80]}
 

@@ -24,7 +24,7 @@ from autograder import judge
 from autograder import remote as autograder_remote
 from autograder.execute import execute_in_child, read_verdicts
 from autograder.remote import KernelSession, RequestFailed
-from course_lib import judging, remote
+from course_lib import judging, remote, wire
 
 JUDGES = [
     _judge_cell(
@@ -285,6 +285,72 @@ def test_the_kernel_answers_signed_requests_only_until_stop(monkeypatch):
     thread.join(5)
     assert not thread.is_alive() and remote._socket == []
     grader.close(0)
+
+
+def test_an_interrupt_stops_only_the_students_code(monkeypatch):
+    """The grader's interrupt (SIGINT, past a request's time limit) stops the student's code:
+    that request's reply says ``raised``. One that lands after the answer, as its reply is
+    made, or between requests, is ignored: the reply goes out and serving goes on (it used to
+    end ``serve``, and the grader then called the kernel dead). ``serve`` runs in this main
+    thread, as in a kernel; the grader is a thread."""
+    import os
+    import signal
+    import time
+
+    class Namespace(dict):
+        def __getitem__(self, name):  # the student's code, running as a request is answered
+            if name == "slow":
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+            return super().__getitem__(name)
+
+    real_sign, late = remote.sign, []
+
+    def sign_interrupted(*args):  # the interrupt lands after the answer, before the reply
+        if threading.current_thread() is threading.main_thread() and args[2] in late:
+            late.remove(args[2])
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs here
+        return real_sign(*args)
+
+    monkeypatch.setattr(remote, "_key", lambda: (KEY, DIGEST))
+    monkeypatch.setattr(remote, "_user_ns", lambda: Namespace(x=5, slow=0))
+    monkeypatch.setattr(remote, "sign", sign_interrupted)
+    context = zmq.Context.instance()
+    kernel = context.socket(zmq.PAIR)
+    kernel.bind("inproc://interrupted")
+    monkeypatch.setattr(remote, "_socket", [kernel])
+    replies = []
+
+    def grader():
+        sock = context.socket(zmq.PAIR)
+        sock.connect("inproc://interrupted")
+        for number, request in [
+            (b"1", {"op": "get", "name": "slow"}),
+            (b"2", {"op": "get", "name": "x"}),
+            (b"3", {"op": "stop"}),
+        ]:
+            if number == b"2":
+                late.append(number)
+            sock.send_multipart(_signed(number, request))
+            if sock.poll(10_000):
+                replies.append(sock.recv_multipart()[1:])
+        sock.close(0)
+
+    thread = threading.Thread(target=grader, daemon=True)
+    thread.start()
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        remote.serve()
+    except KeyboardInterrupt:
+        pytest.fail("an interrupt ended serve")
+    thread.join(5)
+    assert [(n, json.loads(body)) for n, body in replies] == [
+        (b"1", {"raised": "KeyboardInterrupt"}),
+        (b"2", {"ok": {"int": 5}}),
+        (b"3", {"ok": wire.encode(None)}),
+    ]
+    assert signal.getsignal(signal.SIGINT) is before and remote._socket == []
 
 
 @pytest.mark.parametrize("transport", ["ipc", "tcp"])

@@ -79,13 +79,13 @@ clean:
 #   make release [DRAFT=1]   TAs: check points and lint, then the solutions; write assignments/a3,
 #                            the release history and the student bundle
 #                            (DRAFT=1: the course.toml repository may be a placeholder)
-#   make grade [JOBS=N]      instructors: grade autograder/submitted/ (the demo class when empty);
+#   make grade [JOBS=N]      instructors: grade autograder/class/submitted/ (the demo class when empty);
 #                            TIMEOUT=S overrides the seconds per cell; SHARD=i/N grades only
 #                            shard i (0 to N-1) of N, in autograder/out/shards/<i>-of-<N>/;
 #                            REGRADE=1 grades again students whose submission did not change
 #   make merge [SHARDS=N]    combine the shards into one grades.csv, report and gradebook
 #   make gradescope          build autograder/out/gradescope-autograder.zip (Gradescope)
-#   make collect ZIP=f.zip   import an LMS download zip into autograder/submitted/
+#   make collect ZIP=f.zip   import an LMS download zip into autograder/class/submitted/
 #   make formgrade           JupyterLab with nbgrader's formgrader, for the written answers
 #   make feedback            after formgrade: feedback pages and reports again, from the gradebook
 #   make audit [CELL=id]     TAs: mutation testing of the graded tests (one answer or test cell)

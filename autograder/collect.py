@@ -1,4 +1,5 @@
-"""``make collect ZIP=...``: import an LMS download zip into ``autograder/submitted/``, safely.
+"""``make collect ZIP=...``: import an LMS download zip into ``autograder/class/submitted/``,
+safely.
 
 Each member of the download (the OUTER zip) is matched against ``[collect] pattern`` of
 ``course.toml`` as ``"/" + its path in the zip`` (the leading ``/`` lets the documented

@@ -174,8 +174,16 @@ class Course:
 
     @property
     def grader_dir(self) -> Path:
-        """The nbgrader course directory of the real class (holds ``nbgrader_config.py``)."""
+        """The course's grading home: the grader's code and what ``make release`` commits for
+        it (``nbgrader_config.py``, ``judges/``), and the folders grading writes (``class/``,
+        ``demo/``, ``out/``)."""
         return self.root / "autograder"
+
+    @property
+    def class_dir(self) -> Path:
+        """The nbgrader course directory of the real class (generated, gitignored): its
+        submissions, gradebook, graded notebooks, feedback and records."""
+        return self.grader_dir / "class"
 
     @property
     def demo_dir(self) -> Path:

@@ -1,8 +1,8 @@
 """The demo class: nine kinds of students, generated from the solutions and the release.
 
-``make grade`` grades it when ``autograder/submitted/`` is empty (a fresh clone), and the tests
-assert its grades. With the assignment's notebooks ``nb0, nb1, ...`` (sorted), "solved" meaning
-the solution code put into the released notebook and the written answers filled in:
+``make grade`` grades it when ``autograder/class/submitted/`` is empty (a fresh clone), and the
+tests assert its grades. With the assignment's notebooks ``nb0, nb1, ...`` (sorted), "solved"
+meaning the solution code put into the released notebook and the written answers filled in:
 
     s1-full          every notebook solved
     s2-blank         the released notebooks, untouched (stubs)

@@ -27,10 +27,11 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
   (``HF_HUB_OFFLINE=1``);
 - **run_autograder** (:func:`run`) copies the notebooks found in ``/autograder/submission``
   (in folders too, and inside uploaded ``.zip`` files, with ``make collect``'s limits) into
-  ``autograder/submitted/student/a3/`` of the unpacked course, then calls ``grading.grade`` for
-  that one student: the same intake, tamper scan, sandboxed worker and judge as ``make grade``,
-  in the container's copy of the course directory. ``A3_AUTOGRADER_ROOT`` replaces
-  ``/autograder`` (an emulated tree, for tests), ``A3_PYTHON`` the Python setup.sh installed.
+  ``autograder/class/submitted/student/a3/`` of the unpacked course, then calls
+  ``grading.grade`` for that one student: the same intake, tamper scan, sandboxed worker and
+  judge as ``make grade``, in the container's copy of the course directory.
+  ``A3_AUTOGRADER_ROOT`` replaces ``/autograder`` (an emulated tree, for tests), ``A3_PYTHON``
+  the Python setup.sh installed.
 
 ``results.json`` (:func:`results`):
 

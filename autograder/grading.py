@@ -161,7 +161,7 @@ class Plan:
     def title(self) -> str:
         title = class_title(self.gdir)
         if self.gdir.demo:
-            title += " (no submissions in autograder/submitted/)"
+            title += " (no submissions in autograder/class/submitted/)"
         return f"{title}, shard {self.shard}" if self.shard else title
 
 

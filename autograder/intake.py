@@ -189,9 +189,10 @@ HISTORY_VERSION = 1
 
 
 def history_path(gdir: GradingDir) -> Path:
-    """The release history of ``gdir``'s class: ``judges/<a>.history.json`` in the course
-    directory whose ``submitted/`` it grades (a shard grades the class's, with its history)."""
-    return gdir.submitted.parent / "judges" / f"{gdir.assignment}.history.json"
+    """The release history of ``gdir``'s class: the course's committed
+    ``autograder/judges/<a>.history.json`` for the real class and its shards
+    (``GradingDir.history``), otherwise ``judges/<a>.history.json`` in ``gdir``."""
+    return gdir.history or gdir.root / "judges" / f"{gdir.assignment}.history.json"
 
 
 def cell_record(cell: NotebookNode) -> dict:

@@ -1,16 +1,19 @@
-"""nbgrader settings of the course: this folder is the nbgrader course directory.
+"""nbgrader settings of the course, for each of its nbgrader course directories.
 
-    source/a3/       instructor notebooks, stamped from ../solutions/a3 (generated)
-    release/a3/      nbgrader's student version (copied to ../assignments/a3 by `make release`)
-    submitted/<student>/a3/*.ipynb    the submissions, as handed in (never modified)
-    intake/          the submissions as graded: parsed, renamed notebooks matched (generated)
-    autograded/, feedback/, gradebook.db, backups/    nbgrader's results and their backups
+The real class's is ``class/`` (the demo class's ``demo/``): its own ``nbgrader_config.py``,
+written by the grader, loads this file and makes that folder nbgrader's course directory:
+
+    class/source/a3/       instructor notebooks, stamped from ../solutions/a3 (generated)
+    class/release/a3/      nbgrader's student version (published to ../assignments/a3)
+    class/submitted/<student>/a3/*.ipynb    the submissions, as handed in (never modified)
+    class/intake/          the submissions as graded: parsed, renamed notebooks matched (generated)
+    class/autograded/, class/feedback/, class/gradebook.db, class/backups/    nbgrader's results
 
 `python -m autograder` (behind `make release`, `make grade`, `make collect`) runs nbgrader with
-these settings and `make formgrade` starts JupyterLab here. The course-wide values (the time
-limit of a cell) are ../course.toml's, read and checked by the grader's own settings model
-(`autograder/config.py`, `python -m autograder settings`): an invalid value stops nbgrader with
-the same message as the grader.
+these settings and `make formgrade` starts JupyterLab in ``class/`` (run nbgrader by hand
+there too). The course-wide values (the time limit of a cell) are ../course.toml's, read and
+checked by the grader's own settings model (`autograder/config.py`, `python -m autograder
+settings`): an invalid value stops nbgrader with the same message as the grader.
 """
 
 import importlib.util
@@ -20,13 +23,16 @@ import sys
 c = get_config()  # noqa: F821 (nbgrader's config loader provides get_config)
 here = os.path.dirname(os.path.abspath(__file__))
 course_root = os.path.dirname(here)
-if importlib.util.find_spec("autograder") is None:  # nbgrader run by hand, in this folder
+if importlib.util.find_spec("autograder") is None:  # nbgrader run by hand, in class/
     sys.path.append(course_root)
 from autograder import config  # noqa: E402
 
 course = config.load(course_root)
 
-c.CourseDirectory.root = here
+# The real class's course directory (class/ writes its own config, which says the same; the
+# demo class's, a shard's and the canary's say theirs): nbgrader run by hand here still grades
+# the real class.
+c.CourseDirectory.root = os.path.join(here, "class")
 # Per-cell time limit: nbgrader interrupts the kernel, the cell fails, the next one runs.
 c.Execute.timeout = course.grade.cell_timeout
 c.Execute.interrupt_on_timeout = True

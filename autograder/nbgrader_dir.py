@@ -1,8 +1,11 @@
 """The nbgrader course directories and the nbgrader commands run in them.
 
-There are two: the real class in ``autograder/`` (its ``nbgrader_config.py`` is committed) and
-the demo class in ``autograder/demo/`` (generated; its config loads the real one). Each holds,
-for assignment ``a``::
+There are two, both generated (gitignored) beside the grader's code: the real class in
+``autograder/class/`` and the demo class in ``autograder/demo/``. Each has an
+``nbgrader_config.py`` that loads the course's committed ``autograder/nbgrader_config.py`` with
+that folder as nbgrader's course directory. ``make release`` publishes the judge specs of the
+release into the committed ``autograder/judges/a/`` (and the release history beside them,
+``autograder/judges/a.history.json``). Each course directory holds, for assignment ``a``::
 
     source/a/*.ipynb                   the solutions with the course's repository stamped in,
                                        without their instructor-only cells
@@ -68,6 +71,9 @@ class GradingDir:
     root: Path
     assignment: str
     demo: bool = False
+    # The release history the intake accepts earlier releases' cells from (intake.history_path):
+    # the course's committed one for the real class and its shards; None: root's judges/.
+    history: Path | None = None
 
     @property
     def source(self) -> Path:
@@ -125,7 +131,35 @@ class GradingDir:
 
 
 def real(course: Course) -> GradingDir:
-    return GradingDir(course.grader_dir, course.assignment)
+    """The real class's course directory, ``autograder/class/`` (what an earlier version kept
+    in ``autograder/`` itself is moved there first: :func:`move_legacy_class`)."""
+    move_legacy_class(course)
+    history = course.grader_dir / "judges" / f"{course.assignment}.history.json"
+    return GradingDir(course.class_dir, course.assignment, history=history)
+
+
+# What the real class's course directory held when it was autograder/ itself (before 2026-11-27).
+LEGACY_CLASS = (
+    "submitted", "intake", "autograded", "feedback", "downloaded", "records", "backups", "logs",
+    "source", "release", "gradebook.db", "grading-state.json", ".grading.lock",
+)  # fmt: skip
+
+
+def move_legacy_class(course: Course) -> list[str]:
+    """Move the real class's files from ``autograder/`` (where versions before the data
+    split kept them) into ``autograder/class/``, each that is not there yet: a class graded
+    before the update keeps its submissions, gradebook (manual grades included) and records,
+    and is not graded again. Returns what was moved (nothing, once done)."""
+    moved = []
+    for name in LEGACY_CLASS:
+        old, new = course.grader_dir / name, course.class_dir / name
+        if (old.exists() or old.is_symlink()) and not (new.exists() or new.is_symlink()):
+            new.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(old, new)
+            moved.append(name)
+    if moved:
+        print(f"moved the class's {', '.join(moved)} into {course.class_dir}")
+    return moved
 
 
 def demo(course: Course) -> GradingDir:
@@ -199,8 +233,9 @@ def prepare_source(course: Course, gdir: GradingDir) -> list[str]:
         raise FileNotFoundError(f"no notebooks in {course.solutions_dir}")
     gdir.source.mkdir(parents=True, exist_ok=True)
     gdir.judges.mkdir(parents=True, exist_ok=True)
-    if gdir.demo:
-        write_derived_config(gdir.root, course.grader_dir / "nbgrader_config.py", "the demo class")
+    if gdir.root in (course.class_dir, course.demo_dir):
+        what = "the demo class" if gdir.demo else "the class"
+        write_derived_config(gdir.root, course.grader_dir / "nbgrader_config.py", what)
     for folder, suffix in ((gdir.source, ".ipynb"), (gdir.judges, ".json")):
         for stale in folder.iterdir():
             if stale.is_dir():

@@ -517,16 +517,31 @@ def published(path: Path) -> bytes:
 
 
 def publish(course: Course, gdir: nbgrader_dir.GradingDir, names: list[str]) -> None:
-    """Copy the checked release into ``assignments/<a>/`` (removing notebooks no longer in it)."""
-    course.assignments_dir.mkdir(parents=True, exist_ok=True)
-    for old in course.assignments_dir.glob("*.ipynb"):
-        if old.stem not in names:
-            old.unlink()
+    """Copy the checked release into ``assignments/<a>/`` and its judge specs into
+    ``autograder/judges/<a>/`` (both committed; files no longer in it are removed)."""
+    judges = committed_judges(course)
+    for folder, suffix in ((course.assignments_dir, ".ipynb"), (judges, ".json")):
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob(f"*{suffix}"):
+            if old.stem not in names:
+                old.unlink()
     for n in names:
-        target = course.assignments_dir / f"{n}.ipynb"
-        data = published(gdir.release / f"{n}.ipynb")
-        if not target.exists() or target.read_bytes() != data:
-            notebooks.write_bytes(target, data)
+        for target, data in _release_files(course, gdir, n).items():
+            if not target.exists() or target.read_bytes() != data:
+                notebooks.write_bytes(target, data)
+
+
+def committed_judges(course: Course) -> Path:
+    """``autograder/judges/<a>/``: the judge specs of the last release, committed with it."""
+    return course.grader_dir / "judges" / course.assignment
+
+
+def _release_files(course: Course, gdir: nbgrader_dir.GradingDir, name: str) -> dict[Path, bytes]:
+    """What releasing notebook ``name`` of ``gdir`` writes: path -> bytes."""
+    return {
+        course.assignments_dir / f"{name}.ipynb": published(gdir.release / f"{name}.ipynb"),
+        committed_judges(course) / f"{name}.json": (gdir.judges / f"{name}.json").read_bytes(),
+    }
 
 
 def stale_release(course: Course, gdir: nbgrader_dir.GradingDir) -> list[str]:
@@ -534,14 +549,10 @@ def stale_release(course: Course, gdir: nbgrader_dir.GradingDir) -> list[str]:
     ``autograder/judges/<a>/*.json``) that differ from what releasing the solutions ``gdir``
     was generated from would write (after ``generate_assignment``; nothing is run), as paths
     relative to the course root."""
-    judges = course.grader_dir / "judges" / course.assignment
     names = sorted(p.stem for p in gdir.release.glob("*.ipynb"))
     stale = []
     for n in names:
-        wanted = {
-            course.assignments_dir / f"{n}.ipynb": published(gdir.release / f"{n}.ipynb"),
-            judges / f"{n}.json": (gdir.judges / f"{n}.json").read_bytes(),
-        }
+        wanted = _release_files(course, gdir, n)
         stale += [p for p, data in wanted.items() if not p.exists() or p.read_bytes() != data]
     stale += [p for p in sorted(course.assignments_dir.glob("*.ipynb")) if p.stem not in names]
     return [str(p.relative_to(course.root)) for p in stale]

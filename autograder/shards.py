@@ -12,8 +12,8 @@ A shard is one of N disjoint parts of the class, numbered ``0`` to ``N-1`` (as S
   ``autograder/out/shards/<i>-of-<N>/`` (the demo class: ``autograder/out/shards/demo/...``):
   its own gradebook (SQLite must not be shared between machines), intake, graded notebooks,
   feedback, records (``records.py``) and logs, and its own reports in ``out/`` (grades.csv,
-  summary.txt). It reads the submissions from the class's ``autograder/submitted/`` (read only;
-  the demo class is generated in each shard). ``shard.json`` says what the shard graded;
+  summary.txt). It reads the submissions from the class's ``autograder/class/submitted/``
+  (read only; the demo class is generated in each shard). ``shard.json`` says what the shard graded;
   it is written last, so a shard without it did not finish;
 - **merge** (``python -m autograder merge``, ``make merge``): checks that shards ``0..N-1`` are
   all there, finished, made from the same assignment and time limit, and disjoint; copies each
@@ -120,7 +120,7 @@ def prepare(course: Course, gdir: GradingDir, shard: Shard) -> tuple[Course, Sha
     nbgrader_dir.write_derived_config(root, main_config, f"grading shard {shard.name}")
     (root / MANIFEST).unlink(missing_ok=True)  # written again when this run finishes
     inbox = None if gdir.demo else gdir.submitted
-    sdir = ShardDir(root, gdir.assignment, demo=gdir.demo, inbox=inbox)
+    sdir = ShardDir(root, gdir.assignment, demo=gdir.demo, history=gdir.history, inbox=inbox)
     return dataclasses.replace(course, output_dir=root / "out"), sdir
 
 

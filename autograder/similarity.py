@@ -376,7 +376,7 @@ def compare_notebook(
 def find(
     course: Course, reference: Path | None = None, demo_class: bool | None = None, log=print
 ) -> Report:
-    """Compare the class's answers (``autograder/submitted/``; the demo class's when there is
+    """Compare the class's answers (``autograder/class/submitted/``; the demo class's when there is
     no submission and ``demo_class`` is not False), and with ``reference``'s code (default:
     ``[similarity] reference``, if set)."""
     settings = course.similarity

@@ -3,7 +3,7 @@
 # one job, dependent on all of them, that merges them (`make merge`). README "Grading at scale".
 #
 # The repository is on a file system every node shares (home or project space), with
-# `make setup` done once (on a login node) and the submissions in autograder/submitted/
+# `make setup` done once (on a login node) and the submissions in autograder/class/submitted/
 # (`make collect ZIP=...`). From the repository root, on a login node:
 #
 #   deploy/slurm-grade.sh 16          submit 16 shards and the merge after them

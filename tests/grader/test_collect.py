@@ -35,7 +35,7 @@ def course(tmp_path) -> config.Course:
 
 
 def submitted(course: config.Course) -> Path:
-    return course.grader_dir / "submitted"
+    return course.class_dir / "submitted"
 
 
 def nb(tag: str) -> bytes:
@@ -113,7 +113,7 @@ def files(folder: Path) -> dict[str, tuple[int, bytes]]:
 
 def everything(root: Path) -> dict[str, tuple[int, bytes]]:
     """Every file of the course except the submissions and their backups."""
-    keep = ("autograder/submitted", "autograder/backups")
+    keep = ("autograder/class/submitted", "autograder/class/backups")
     return {k: v for k, v in files(root).items() if not k.startswith(keep)}
 
 
@@ -166,7 +166,7 @@ def test_collects_each_student_into_their_folder(course, tmp_path):
     # the same download again: backed up first, nothing changed, nothing left behind
     changed, log = run(course, archive)
     assert changed == [] and "  doejane (unchanged): 1_sums.ipynb, 2_words.ipynb" in log
-    (backup,) = (course.grader_dir / "backups").glob("submitted-*")
+    (backup,) = (course.class_dir / "backups").glob("submitted-*")
     assert log.startswith(f"backed up {submitted(course)} to {backup}")
     assert files(backup) == files(submitted(course))
     assert sorted(p.name for p in submitted(course).iterdir()) == ["doejane", "leeann", "smithbob"]
@@ -194,7 +194,7 @@ def test_replaces_only_the_students_in_the_zip(course, tmp_path):
     }
     assert kept.stat().st_mtime_ns == before
     assert "nothing readable for leeann: their earlier files (if any) are kept" in log
-    (backup,) = (course.grader_dir / "backups").glob("submitted-*")
+    (backup,) = (course.class_dir / "backups").glob("submitted-*")
     assert (backup / "doejane" / "a3" / "old.ipynb").read_bytes() == nb("jane old")
 
 
@@ -521,7 +521,7 @@ def test_nothing_collected_is_an_error(course, tmp_path):
         with pytest.raises(CollectError, match=why):
             run(course, archive)
     assert files(submitted(course)) == before
-    assert not (course.grader_dir / "backups").exists()  # nothing to write, nothing backed up
+    assert not (course.class_dir / "backups").exists()  # nothing to write, nothing backed up
     too_big = make_zip(tmp_path / "big.zip", [("doejane_1_2_2_words.ipynb", b"x" * 2000)])
     with pytest.raises(CollectError, match="no member of big.zip could be read"):
         run(course, too_big, limits=ZipLimits(file_bytes=1000))

@@ -266,7 +266,7 @@ def test_crash_mid_run_keeps_earlier_grades(edge_class):
     import psutil
 
     root, _ = edge_class
-    gdir = root / "autograder"
+    gdir = root / "autograder" / "class"
     before = grades(root)
     targets = ["e8-full", "e5-metadata", "e2-copy-and-original"]
     cmd = [sys.executable, "-m", "autograder", "--root", str(root), "grade", "--regrade"]
@@ -307,7 +307,7 @@ def test_collect_lms_zip(tmp_path):
         zf.writestr("smithbob_LATE_124_457_1_sums-1.ipynb", _dump(src.released["1_sums"]))
         zf.writestr("somebody_else.ipynb", b"{}")
     out = autograder(root, "collect", str(archive)).stdout
-    submitted = root / "autograder" / "submitted"
+    submitted = root / "autograder" / "class" / "submitted"
     assert sorted(str(p.relative_to(submitted)) for p in submitted.rglob("*.ipynb")) == [
         "doejane/a3/1_sums.ipynb",
         "doejane/a3/2_words.ipynb",
@@ -316,7 +316,9 @@ def test_collect_lms_zip(tmp_path):
     assert "collected 2 student(s)" in out and "somebody_else.ipynb" in out
     # collecting again backs the submissions up first
     autograder(root, "collect", str(archive))
-    assert list((root / "autograder" / "backups").glob("submitted-*/doejane/a3/1_sums.ipynb"))
+    assert list(
+        (root / "autograder" / "class" / "backups").glob("submitted-*/doejane/a3/1_sums.ipynb")
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -111,11 +111,11 @@ def test_zip_holds_what_grading_needs_and_nothing_else(course_zip):
     package = {"pyproject.toml", "README.md", "course_lib/__init__.py", "course_lib/wire.py",
                "course_lib/data/sense_and_sensibility.txt"}  # fmt: skip
     assert {f"package/{n}" for n in package} <= names
-    generated = {"autograder/gradebook.db", "autograder/release/.a3-source.sha256"}
+    generated = {"autograder/class/gradebook.db", "autograder/class/release/.a3-source.sha256"}
     for nb in ("1_sums", "2_words"):
-        for kind in ("solutions/a3", "autograder/source/a3", "autograder/release/a3"):
+        for kind in ("solutions/a3", "autograder/class/source/a3", "autograder/class/release/a3"):
             generated.add(f"{kind}/{nb}.ipynb")
-        generated.add(f"autograder/judges/a3/{nb}.json")
+        generated.add(f"autograder/class/judges/a3/{nb}.json")
     assert generated <= names
     tops = {n.split("/")[0] for n in names}
     assert tops == {"setup.sh", "run_autograder", "course.toml", "autograder", "package",

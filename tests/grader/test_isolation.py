@@ -201,7 +201,7 @@ def _fake_course(top: Path) -> tuple[Path, dict[str, Path]]:
     files = {
         "solution": course / "solutions" / "a3" / "1_sums.ipynb",
         "judge": course / "autograder" / "judges" / "a3" / "1_sums.json",
-        "gradebook": course / "autograder" / "gradebook.db",
+        "gradebook": course / "autograder" / "class" / "gradebook.db",
         "results": course / "autograder" / "out" / "grades.csv",
         "history": course / ".git" / "objects" / "ab" / "cdef",
         "readme": course / "README.md",
@@ -345,7 +345,7 @@ def test_a_kernel_of_its_own_uid_reads_and_writes_nothing_of_the_grader(open_dir
     course, files = _fake_course(open_dir)
     repo, repo_files = _fake_course(open_dir / "grader")  # the grader's repository
     (course / "course.toml").write_text("# the course root\n")
-    staged = course / "autograder" / "intake" / "doejane" / "a3"
+    staged = course / "autograder" / "class" / "intake" / "doejane" / "a3"
     staged.mkdir(parents=True)
     (staged / "1_sums.ipynb").write_bytes(MARKER)
     for path in (course / "autograder").rglob("*"):
@@ -369,7 +369,7 @@ def test_a_kernel_of_its_own_uid_reads_and_writes_nothing_of_the_grader(open_dir
         },
     }
     code = f"CASE = {json.dumps(json.dumps(case))}\n{INSIDE}"
-    job = {"repo": str(repo), "course_dir": str(course / "autograder"),
+    job = {"repo": str(repo), "course_dir": str(course / "autograder" / "class"),
            "cwd": str(staged), "code": code}  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GRADER_API_TOKEN": SECRET}
     driver = open_dir / "driver.py"
@@ -472,7 +472,7 @@ def test_grading_fails_closed_where_nothing_isolates(open_dir):
         assert sandbox.NOT_ISOLATED in row["notes"]
     summary = (root / "autograder" / "out" / "summary.txt").read_text()
     assert "REFUSED" in summary and sandbox.NOT_ISOLATED in summary
-    assert not (root / "autograder" / "autograded" / "honest").exists()  # nothing ran
+    assert not (root / "autograder" / "class" / "autograded" / "honest").exists()  # nothing ran
 
     toml = root / "course.toml"
     toml.write_text(toml.read_text() + "\n[sandbox]\nallow_unisolated = true\n")
@@ -506,10 +506,10 @@ def test_grading_as_its_own_uid_without_bubblewrap(open_dir):
     assert float(rows[("honest", "1_sums")]["autograded"]) == 2
     assert float(rows[("honest", "2_words")]["autograded"]) == 2
     assert float(rows[("snoop", "2_words")]["autograded"]) == 2
-    graded = root / "autograder" / "autograded" / "snoop" / "a3" / "2_words.ipynb"
+    graded = root / "autograder" / "class" / "autograded" / "snoop" / "a3" / "2_words.ipynb"
     text = json.dumps(notebooks.read(graded))
     uid = int(text.split("UID ", 1)[1].split("\\n", 1)[0])
     assert sandbox.UID_BASE <= uid < sandbox.UID_BASE + sandbox.UID_COUNT
     assert "READ " not in text and text.count("PermissionError") == 5, text[-3000:]
-    for path in (root, root / "autograder", repo):  # nothing inside them is needed
+    for path in (root, root / "autograder" / "class", repo):  # nothing inside them is needed
         assert not path.stat().st_mode & 0o007, path

@@ -1,17 +1,17 @@
 """One record per student run (``autograder/records.py``): a file per student, written alone;
-a record that cannot be read means grading that student again; the single
-``grading-state.json`` of earlier versions is moved to records once, and a class graded before
-the move is not graded again after it."""
+a record that cannot be read means grading that student again. What earlier versions kept
+elsewhere (the single ``grading-state.json``; the real class in ``autograder/`` itself rather
+than ``autograder/class/``) is moved once, and a class graded before is not graded again."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
-from autograder import records
+from autograder import config, demo, nbgrader_dir, notebooks, records
 from autograder.nbgrader_dir import GradingDir
 from autograder.records import Records, StudentRun
-from helpers import autograder, graded_tiny_demo, grades
+from helpers import autograder, course_sources, graded_tiny_demo, grades, make_course
 
 
 def _run(tag: str, done: bool = True) -> StudentRun:
@@ -94,3 +94,49 @@ def test_a_class_graded_before_records_is_not_graded_again(tmp_path):
     assert "all 9 student(s) unchanged since last time: nothing to grade" in out
     assert grades(root) == before
     assert not (gdir.root / records.LEGACY).exists() and len(list(gdir.records.iterdir())) == 9
+
+
+def test_the_class_kept_in_autograder_itself_moves_into_class_once(tmp_path):
+    """Versions before ``autograder/class/`` kept the real class in ``autograder/``: the next
+    command moves each entry that ``class/`` does not have yet (nothing committed beside them),
+    and moves nothing the second time."""
+    course = config.load(make_course(tmp_path))
+    grader = course.grader_dir
+    old = {"gradebook.db": b"SQLite format 3\x00", "submitted/ann/a3/1_sums.ipynb": b"{}",
+           "release/.a3-source.sha256": b"abc\n", "records/a3/ann.json": b"{}"}  # fmt: skip
+    for name, data in old.items():
+        notebooks.write_bytes(grader / name, data)
+    committed = {"nbgrader_config.py", "judges/a3/1_sums.json", "roster.csv", "out/grades.csv"}
+    for name in committed - {"nbgrader_config.py"}:
+        notebooks.write_bytes(grader / name, b"kept")
+    notebooks.write_bytes(course.class_dir / "logs" / "new.log", b"newer")
+    notebooks.write_bytes(grader / "logs" / "old.log", b"older")  # class/ has logs/: stays
+    gdir = nbgrader_dir.real(course)
+    assert gdir.root == course.class_dir
+    for name, data in old.items():
+        assert (course.class_dir / name).read_bytes() == data and not (grader / name).exists()
+    assert all((grader / name).exists() for name in committed)
+    assert (grader / "logs" / "old.log").exists() and not (
+        course.class_dir / "logs/old.log"
+    ).exists()
+    assert nbgrader_dir.move_legacy_class(course) == []
+
+
+def test_a_class_graded_before_the_move_is_not_graded_again(tmp_path):
+    """An instructor who updates the grader mid-term: the class graded in ``autograder/``
+    moves into ``autograder/class/`` and ``make grade`` grades no one again (same grades)."""
+    root = make_course(tmp_path / "course")
+    src, gdir = course_sources(root)
+    for filename, data in demo.full(src).items():
+        notebooks.write_bytes(gdir.student_dir(gdir.submitted, "ann") / filename, data)
+    autograder(root, "grade")
+    before = grades(root)
+    grader = root / "autograder"
+    for entry in gdir.root.iterdir():  # the layout before autograder/class/
+        if entry.name not in ("nbgrader_config.py", "judges"):
+            shutil.move(entry, grader / entry.name)
+    shutil.rmtree(gdir.root)
+    out = autograder(root, "grade").stdout
+    assert "moved the class's" in out and "all 1 student(s) unchanged since last time" in out
+    assert grades(root) == before
+    assert (gdir.root / "gradebook.db").exists() and not (grader / "gradebook.db").exists()

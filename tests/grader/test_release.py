@@ -202,7 +202,10 @@ def test_points_and_lint_stop_the_release_before_anything_runs(tmp_path):
     ):
         assert message in proc.stderr, message + "\n" + proc.stderr
     assert "generating the student version" not in proc.stdout  # nbgrader never ran
-    assert not (root / "autograder" / "release").exists() and not (root / "assignments").exists()
+    assert (
+        not (root / "autograder" / "class" / "release").exists()
+        and not (root / "assignments").exists()
+    )
     assert seconds < 30, f"{seconds:.0f} s: the cheap checks should take seconds"
 
 

@@ -731,7 +731,7 @@ def test_review_notes_name_the_rule_never_the_code(attacked):
     config = rows[("a-automagic-display-all", "1_attention")]["notes"]
     assert tamper.RULES["config"] in config, config
     for name in ATTACKS:  # nothing of it reaches the student's pages
-        pages = (root / "autograder" / "feedback" / f"a-{name}" / "a3").glob("*.html")
+        pages = (root / "autograder" / "class" / "feedback" / f"a-{name}" / "a3").glob("*.html")
         assert not any("review" in p.read_text() for p in pages), name
 
 

@@ -67,7 +67,9 @@ def test_shards_merge_to_the_grades_of_one_run(one_and_sharded):
     assert sorted({s for s, _ in one}) == students
     assert two == one  # every column: scores, flags, files, cells, notes
     assert len({r["flags"] for r in one.values()}) > 3  # the class is varied
-    assert gradebook_rows(sharded / "autograder") == gradebook_rows(whole / "autograder")
+    assert gradebook_rows(sharded / "autograder" / "class") == gradebook_rows(
+        whole / "autograder" / "class"
+    )
 
 
 def test_each_shard_graded_its_own_students_in_its_own_folder(one_and_sharded):
@@ -87,7 +89,7 @@ def test_each_shard_graded_its_own_students_in_its_own_folder(one_and_sharded):
         seen += mine
     assert sorted(seen) == students
     # the merged course directory holds every student's graded notebooks and feedback
-    main = sharded / "autograder"
+    main = sharded / "autograder" / "class"
     graded = sorted(p.name for p in (main / "autograded").iterdir())
     assert graded == sorted(s for s in students if s not in ("bad*id", "s9-invalid-json"))
     assert (main / "feedback" / "s1-full" / "a3" / "index.html").exists()

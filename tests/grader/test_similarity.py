@@ -160,7 +160,7 @@ def hand_in(course: config.Course, student: str, cells: dict[str, str] | None) -
         gid = notebooks.grade_id(cell)
         if cells is not None and gid in cells:
             cell.source = cells[gid]
-    path = course.grader_dir / "submitted" / student / course.assignment / f"{NB}.ipynb"
+    path = course.class_dir / "submitted" / student / course.assignment / f"{NB}.ipynb"
     notebooks.write(nb, path)
     return path
 
@@ -214,8 +214,8 @@ def _with(course: config.Course, **settings) -> config.Course:
 def _answers(course: config.Course) -> list[similarity.Answer]:
     """Every student's answers to the notebook, read again."""
     found = []
-    for student in sorted(p.name for p in (course.grader_dir / "submitted").iterdir()):
-        folder = course.grader_dir / "submitted" / student / course.assignment
+    for student in sorted(p.name for p in (course.class_dir / "submitted").iterdir()):
+        folder = course.class_dir / "submitted" / student / course.assignment
         answers, _ = similarity.read_student(folder, student, {NB: released()}, log=lambda _: None)
         found += answers.values()
     return found
@@ -351,11 +351,11 @@ def test_no_grade_file_changes_and_nothing_reaches_students(tmp_path):
     out = course.out_dir
     out.mkdir(parents=True)
     (out / "grades.csv").write_text("student,notebook,flags\nsource,3_transformer,ok\n")
-    (course.grader_dir / "gradebook.db").write_bytes(b"SQLite format 3\x00")
-    record = course.grader_dir / "records" / "a3" / "source.json"
+    (course.class_dir / "gradebook.db").write_bytes(b"SQLite format 3\x00")
+    record = course.class_dir / "records" / "a3" / "source.json"
     record.parent.mkdir(parents=True)
     record.write_text("{}")
-    feedback = course.grader_dir / "feedback" / "source" / "a3" / f"{NB}.html"
+    feedback = course.class_dir / "feedback" / "source" / "a3" / f"{NB}.html"
     feedback.parent.mkdir(parents=True)
     feedback.write_text("<p>feedback</p>")
     before = _snapshot(tmp_path)

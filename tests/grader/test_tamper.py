@@ -17,10 +17,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import intake, judge, release, report, tamper
+from autograder import config, intake, judge, nbgrader_dir, release, report, shards, tamper
 from autograder.nbgrader_dir import GradingDir
-from autograder.shards import ShardDir
-from helpers import ROOT
+from helpers import ROOT, make_course
 
 SETUP = """\
 import torch
@@ -552,9 +551,12 @@ def test_the_intake_reads_the_release_history_of_the_class(tmp_path):
     entries = [{"date": d, "notebooks": intake.release_record({"nb": nb})}
                for d, nb in (("first", first), ("today", today))]  # fmt: skip
     path = intake.history_path(gdir)
-    assert path == tmp_path / "judges" / "a3.history.json"
-    shard = ShardDir(tmp_path / "out" / "shards" / "0-of-2", "a3", inbox=gdir.submitted)
-    assert intake.history_path(shard) == path  # a shard reads the class's history
+    assert path == tmp_path / "judges" / "a3.history.json"  # a course directory's own
+    course = config.load(make_course(tmp_path / "course"))
+    real = nbgrader_dir.real(course)  # the real class reads the course's committed history
+    assert intake.history_path(real) == course.grader_dir / "judges" / "a3.history.json"
+    _, shard = shards.prepare(course, real, shards.Shard(0, 2))
+    assert intake.history_path(shard) == intake.history_path(real)  # and so do its shards
     path.parent.mkdir(parents=True)
     path.write_text(release.history_json(entries))
     seen, _ = intake.read_student(gdir, "s1", {"nb": today}, spec, scan=False)

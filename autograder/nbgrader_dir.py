@@ -155,7 +155,10 @@ def move_legacy_class(course: Course) -> list[str]:
         old, new = course.grader_dir / name, course.class_dir / name
         if (old.exists() or old.is_symlink()) and not (new.exists() or new.is_symlink()):
             new.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(old, new)
+            try:
+                os.replace(old, new)
+            except FileNotFoundError:  # another command moved it first
+                continue
             moved.append(name)
     if moved:
         print(f"moved the class's {', '.join(moved)} into {course.class_dir}")

@@ -1,6 +1,6 @@
 """``make grade``: grade every submission (the demo class when there is none) and report.
 
-One run, for the course directory ``gdir`` (``autograder/`` or ``autograder/demo/``):
+One run, for the course directory ``gdir`` (``autograder/class/`` or ``autograder/demo/``):
 
 1. ``nbgrader generate_assignment`` when the solutions changed (gradebook backed up first);
    for the demo class, write its submissions (``demo.py``);

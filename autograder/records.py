@@ -13,7 +13,7 @@ A record is written atomically when its student's run is decided and again when 
 crash keeps every other student's, and writing one costs that student alone: the single
 ``grading-state.json`` of earlier versions was rewritten whole after every student (for 10,000
 students, a 330 MB file written 10,000 times). A course directory that still has one is moved
-to records once, on first use (``_migrate``). A record that cannot be read, or of another
+to records once, on first use (``Records._migrate``). A record that cannot be read, or of another
 :data:`VERSION`, is as no record: that student is graded again.
 """
 
@@ -28,6 +28,8 @@ from .nbgrader_dir import STUDENT_ID, GradingDir
 
 VERSION = 2  # 2: scores from the judge (a record of version 1 is graded again)
 LEGACY = "grading-state.json"  # every student's run in one file (versions 1 and 2)
+# What reading a record (or the legacy file) raises when it is not one: ignored, graded again.
+UNREADABLE = (OSError, ValueError, TypeError, AttributeError, KeyError)
 
 
 @dataclass
@@ -53,7 +55,7 @@ class Records:
 
     def __init__(self, gdir: GradingDir):
         self.folder = gdir.records
-        _migrate(gdir)
+        self._migrate(gdir.root / LEGACY)
 
     def path(self, student: str) -> Path:
         return self.folder / f"{student}.json"
@@ -69,13 +71,14 @@ class Records:
                 return StudentRun(**data["run"])
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, TypeError, AttributeError, KeyError) as err:
+        except UNREADABLE as err:
             print(f"ignoring the unreadable record {self.path(student)}: {err}")
         return None
 
     def put(self, student: str, run: StudentRun) -> None:
         """Write ``student``'s record (atomically)."""
-        _write(self.path(student), student, run)
+        data = {"version": VERSION, "student": student, "run": run.__dict__}
+        notebooks.write_bytes(self.path(student), json.dumps(data, indent=1).encode())
 
     def drop(self, student: str) -> None:
         self.path(student).unlink(missing_ok=True)
@@ -88,30 +91,21 @@ class Records:
         else:
             self.put(student, run)
 
-
-def _write(path: Path, student: str, run: StudentRun) -> None:
-    data = {"version": VERSION, "student": student, "run": run.__dict__}
-    notebooks.write_bytes(path, json.dumps(data, indent=1).encode())
-
-
-def _migrate(gdir: GradingDir) -> None:
-    """Move a ``grading-state.json`` (every student in one file) to one record per student,
-    once: a student who already has a record keeps it; the file is removed when done (one
-    that cannot be read, or of version 1, is removed too: its students are graded again, as
-    they were before)."""
-    legacy = gdir.root / LEGACY
-    if not legacy.is_file():
-        return
-    try:
-        data = json.loads(legacy.read_bytes())
-        students = data["students"] if data.get("version") == VERSION else {}
-        runs = {student: StudentRun(**run) for student, run in students.items()}
-    except (OSError, ValueError, TypeError, AttributeError, KeyError) as err:
-        print(f"ignoring the unreadable {legacy}: {err}")
-        runs = {}
-    records = gdir.records
-    for student, run in runs.items():
-        path = records / f"{student}.json"
-        if STUDENT_ID.fullmatch(student) and not path.exists():
-            _write(path, student, run)
-    legacy.unlink(missing_ok=True)
+    def _migrate(self, legacy: Path) -> None:
+        """Move a ``grading-state.json`` (every student in one file) to one record per
+        student, once: a student who already has a record keeps it; the file is removed when
+        done (one that cannot be read, or of version 1, is removed too: its students are
+        graded again, as they were before)."""
+        if not legacy.is_file():
+            return
+        try:
+            data = json.loads(legacy.read_bytes())
+            students = data["students"] if data.get("version") == VERSION else {}
+            runs = {student: StudentRun(**run) for student, run in students.items()}
+        except UNREADABLE as err:
+            print(f"ignoring the unreadable {legacy}: {err}")
+            runs = {}
+        for student, run in runs.items():
+            if STUDENT_ID.fullmatch(student) and not self.path(student).exists():
+                self.put(student, run)
+        legacy.unlink(missing_ok=True)

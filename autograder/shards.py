@@ -145,9 +145,10 @@ def write_manifest(course: Course, plan: grading.Plan, result: grading.GradeResu
     gdir, shard = plan.gdir, plan.shard
     assert shard is not None
     records = Records(gdir)
+    unrecorded = {s for s in {r.student for r in result.rows} if records.get(s) is None}
     problems = {}  # students with no record: why (an unusable id)
     for row in result.rows:
-        if records.get(row.student) is None and row.notes:
+        if row.student in unrecorded and row.notes:
             problems.setdefault(row.student, row.notes[0])
     data = {
         "version": MANIFEST_VERSION,

@@ -282,15 +282,21 @@ def intake_class(
 
 def grade_students(
     course: Course, plan: Plan, runs: dict[str, StudentRun], records: Records,
-    refused: dict | None, threads: int, log=print,
-) -> None:  # fmt: skip
+    refused: dict | None, threads: int, log=print, proven: canary.Verdict | None = None,
+) -> str:  # fmt: skip
     """Steps 4-5: grade the students of ``runs``, ``plan.workers`` at a time (``refused``: the
     result of every student when kernels cannot be isolated, ``sandbox.refusal``); each
-    student's run in ``runs`` and their record are replaced as they finish."""
+    student's run in ``runs`` and their record are replaced as they finish. Returns "" or, when
+    a student's grading failed through the course's fault (``canary.course_fault``, against the
+    canary that passed, ``proven``), why: then nobody further is graded, the workers still
+    running are stopped, and no student of the run is recorded from then on."""
     gdir, names = plan.gdir, course.notebooks()
+    fault: list[str] = []
 
     def one(student: str) -> None:
         pending = runs[student]
+        if fault:  # the course cannot grade: nobody further
+            return
         if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
             result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
         else:
@@ -298,6 +304,13 @@ def grade_students(
                 gdir, student, plan.cell_timeout, course.grade.student_timeout, threads,
                 course.sandbox,
             )  # fmt: skip
+        why = canary.course_fault(gdir, student, result, proven) if proven and not fault else ""
+        if why or fault:  # not the student's fault: not recorded, graded again next time
+            if why and not fault:
+                fault.append(why)
+                worker.kill_running()
+            log(f"  {student:24} {seconds:7.1f} s  not graded: the course's fault (below)")
+            return
         if killed or not result.get("done"):
             unfinished = [n for n in names if not result["notebooks"].get(n, {}).get("graded")]
             zero_notebooks(gdir.db_url, gdir.assignment, student, unfinished)
@@ -318,6 +331,23 @@ def grade_students(
                 future.cancel()
             worker.kill_running()
             raise
+    return fault[0] if fault else ""
+
+
+def restore_gradebook(gdir: GradingDir, backup) -> None:
+    """Put ``backup`` (``nbgrader_dir.backup_gradebook``'s copy) back as ``gdir``'s gradebook
+    (SQLite's online backup, the other way)."""
+    import sqlite3
+
+    if backup is None:
+        return
+    src = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    dst = sqlite3.connect(gdir.gradebook)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
 
 
 def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
@@ -342,6 +372,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     from .sandbox import refusal
 
     refused = refusal(course.sandbox, names) if todo else None  # None: kernels can be isolated
+    verdict = None
     if todo and refused is None:
         verdict = canary.check(course, gdir, limit, threads, log)
         if not verdict.passed:  # nothing recorded: every student's last grading stands
@@ -357,7 +388,14 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         if backup:
             log(f"  gradebook backed up to {backup}")
         log(f"  grading {len(todo)} student(s), {len(skipped)} unchanged since last time")
-        grade_students(course, plan, runs, records, refused, threads, log)
+        fault = grade_students(course, plan, runs, records, refused, threads, log, verdict)
+        if fault:  # as a failed canary: no grade of this run kept, everyone graded again
+            restore_gradebook(gdir, backup)
+            for student in todo:
+                records.put(student, StudentRun(runs[student].fingerprint, runs[student].intake))
+            log(fault)
+            seconds = round(time.perf_counter() - start, 1)
+            return GradeResult(gdir, [], [], skipped, seconds, canary=fault)
     else:
         log(f"  all {len(skipped)} student(s) unchanged since last time: nothing to grade")
 

@@ -17,7 +17,7 @@ STAMP := $(VENV)/.setup-done
 export PATH := $(abspath $(BIN)):$(PATH)
 export MPLBACKEND ?= Agg
 
-.PHONY: setup test lint format clean sandbox-tools browser-tools
+.PHONY: setup test lint format clean sandbox-tools browser-tools slurm-tools
 
 setup: $(STAMP)
 
@@ -30,6 +30,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (a3)" >/dev/null
 	@$(MAKE) --no-print-directory sandbox-tools
 	@$(MAKE) --no-print-directory browser-tools
+	@$(MAKE) --no-print-directory slurm-tools
 	touch $(STAMP)
 
 # The grading sandbox runs kernels in bubblewrap (autograder/sandbox.py). Installed here with
@@ -56,6 +57,21 @@ browser-tools:
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
 	  else echo "note: install chromium for the browser test (see README)"; fi; }
 	@chromium --version 2>/dev/null || echo "chromium: not installed"
+
+# The Slurm test (tests/grader/test_slurm.py) runs deploy/slurm-grade.sh on a one-node cluster of
+# its own: Debian's munge, slurmctld, slurmd and clients (~25 MB download, no service started:
+# the test starts its own daemons). Installed here with apt-get when missing and this is root
+# on Debian/Ubuntu; elsewhere the Slurm test is skipped, saying why.
+SLURM_PACKAGES := munge slurmctld slurmd slurm-client
+slurm-tools:
+	@command -v slurmd >/dev/null && command -v slurmctld >/dev/null && command -v munged \
+	  >/dev/null && command -v sbatch >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SLURM_PACKAGES) >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SLURM_PACKAGES) >/dev/null; }; \
+	  else echo "note: the Slurm test needs root and apt-get (munge, slurmctld, slurmd)"; fi; }
+	@slurmd -V 2>/dev/null || echo "slurm: not installed"
 
 # The suite runs on every core (pytest-xdist; TEST_JOBS=1 for one process): the tests of one
 # module stay in one worker, so a module's graded class or release is built once. One worker

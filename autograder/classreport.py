@@ -6,12 +6,17 @@ written by ``grading.write_reports`` (after ``make grade``, ``make merge`` and
 seconds of each notebook:
 
 - the score distribution of each notebook and of the assignment (the regular notebooks; extra
-  credit apart), as a share of the maximum, and a table of means and medians;
+  credit apart, earned and counted after ``[grade] extra_credit_cap``), as a share of the
+  maximum, and a table of means and medians. A notebook whose written answers wait for a
+  grader is *pending*: counted apart, and left out of the distributions, means and full marks
+  until graded (its autograded points are final: the tests' table has them); a student with
+  one pending is pending in the assignment's line;
 - per notebook, every test's pass rate (full marks) and mean score, every check's pass rate,
   and each check's most common failure messages with how many students got each (the
   messages can quote a student's output: they are escaped);
-- the flags counted per notebook (missing, failed, timeout, tampered, renamed, needs-manual,
-  review), and what the advisory scan noted, per student (instructor only: the ``review`` notes,
+- the flags counted per notebook (by their letters, ``report.FLAG_CODES``, with a legend:
+  missing, failed, timeout, tampered, renamed, needs-manual, review), and what the advisory
+  scan noted, per student (instructor only: the ``review`` notes,
   which name a cell, a line and a rule);
 - the seconds grading took per notebook (median, mean, slowest, total).
 
@@ -66,11 +71,11 @@ class NotebookStats:
     name: str
     extra: bool
     maximum: float
-    totals: list[float] = field(default_factory=list)  # handed in and graded
+    totals: list[float] = field(default_factory=list)  # graded, written answers included
     auto_max: float = 0.0  # the autograded tests' points
     auto: list[float] = field(default_factory=list)  # autograded points, graded notebooks
     written: list[float] = field(default_factory=list)  # written points, when all are graded
-    waiting: int = 0  # graded notebooks whose written answers wait for a grader
+    waiting: int = 0  # graded notebooks pending: written answers wait (not in totals)
     flags: Counter = field(default_factory=Counter)
     seconds: list[float] = field(default_factory=list)
     tests: dict[str, TestStats] = field(default_factory=dict)
@@ -92,13 +97,14 @@ def gather(rows: list[report.Row]) -> dict[str, NotebookStats]:
             nb.seconds.append(float(row.seconds))
         if not row.verdicts:
             continue
-        nb.totals.append(row.total)
         nb.auto_max = row.autograded_max
         nb.auto.append(row.autograded)
         if "needs-manual" in row.flags:
-            nb.waiting += 1
-        elif row.manual_max:
-            nb.written.append(row.manual)
+            nb.waiting += 1  # pending: its total waits for the written answers
+        else:
+            nb.totals.append(row.earned)
+            if row.manual_max:
+                nb.written.append(row.manual)
         for gid, verdict in row.verdicts.items():
             test = nb.tests.setdefault(gid, TestStats(gid, float(verdict.get("points", 0.0))))
             test.runs += 1
@@ -122,25 +128,48 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def assignment_totals(rows: list[report.Row]) -> tuple[list[float], float, list[float], float]:
-    """Each student's regular total and the regular maximum; extra credit and its maximum."""
-    students = report.by_student(rows)
-    regular = [sum(r.total for r in report.regular(s)) for s in students.values()]
-    extra = [sum(r.total for r in report.extra_credit(s)) for s in students.values()]
-    first = next(iter(students.values()), [])
-    return (
-        regular,
-        sum(r.max for r in report.regular(first)),
-        extra,
-        sum(r.max for r in report.extra_credit(first)),
+@dataclass
+class Totals:
+    """The class's totals per student: the regular notebooks, and extra credit earned and
+    counted (after the cap), each only for students with no written answer pending there."""
+
+    regular: list[float]
+    most: float  # the regular notebooks' points
+    pending: int  # students with a regular notebook's written answers waiting
+    extra_earned: list[float]
+    extra_counted: list[float]
+    extra_most: float  # the optional parts' points
+    extra_counts: float  # the most extra credit that counts: extra_most, or the cap if lower
+    extra_pending: int
+
+
+def assignment_totals(rows: list[report.Row], extra_cap: float | None = None) -> Totals:
+    """Each student's regular total and extra credit (earned, counted), leaving out students
+    whose written answers wait for a grader (counted as pending), with the maximums."""
+    students = list(report.by_student(rows).values())
+    regular = [report.regular(s) for s in students]
+    optional = [report.extra_credit(s) for s in students]
+    done = [o for o in optional if not report.pending(o)]
+    first = students[0] if students else []
+    extra_most = sum(r.max for r in report.extra_credit(first))
+    return Totals(
+        regular=[sum(r.total for r in s) for s in regular if not report.pending(s)],
+        most=sum(r.max for r in report.regular(first)),
+        pending=sum(report.pending(s) for s in regular),
+        extra_earned=[report.extra_points(o)[0] for o in done],
+        extra_counted=[report.extra_points(o)[1] for o in done],
+        extra_most=extra_most,
+        extra_counts=extra_most if extra_cap is None else min(extra_most, extra_cap),
+        extra_pending=len(optional) - len(done),
     )
 
 
 # --- figures ----------------------------------------------------------------------------------
 
 
-def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path) -> list[str]:
-    """Write the PNGs; return the names of those written (none without data)."""
+def _figures(stats: dict[str, NotebookStats], totals: Totals, out: Path) -> list[str]:
+    """Write the PNGs; return the names of those written (none without data). Pending
+    notebooks and students are left out (the panel's title counts them)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,12 +183,12 @@ def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path)
         plt.close(fig)
         written.append(name)
 
-    regular, most, extra, extra_most = assignment_totals(rows)
-    panels = [("assignment (regular notebooks)", regular, most)]
-    panels += [(f"{n.name}{' (extra credit)' if n.extra else ''}", n.totals, n.maximum)
-               for n in stats.values()]  # fmt: skip
-    if extra_most:
-        panels.append(("extra credit, all optional parts", extra, extra_most))
+    t = totals
+    panels = [("assignment (regular notebooks)", t.regular, t.most, t.pending)]
+    panels += [(f"{n.name}{' (extra credit)' if n.extra else ''}", n.totals, n.maximum,
+                n.waiting) for n in stats.values()]  # fmt: skip
+    if t.extra_counts:
+        panels.append(("extra credit counted", t.extra_counted, t.extra_counts, t.extra_pending))
     panels = [p for p in panels if p[1] and p[2]]
     if panels:
         cols = min(3, len(panels))
@@ -167,10 +196,12 @@ def _figures(stats: dict[str, NotebookStats], rows: list[report.Row], out: Path)
         fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 2.8 * lines), squeeze=False)
         for ax in axes.flat[len(panels) :]:
             ax.axis("off")
-        for ax, (title, values, maximum) in zip(axes.flat, panels, strict=False):
+        for ax, (title, values, maximum, waiting) in zip(axes.flat, panels, strict=False):
             shares = [100 * v / maximum for v in values]
             ax.hist(shares, bins=[i * 10 for i in range(11)], color="#4c78a8", edgecolor="white")
-            ax.set_title(f"{title}\nmedian {statistics.median(values):g} / {maximum:g}", fontsize=9)
+            later = f", {waiting} pending" if waiting else ""
+            ax.set_title(f"{title}\nmedian {statistics.median(values):g} / {maximum:g}{later}",
+                         fontsize=9)  # fmt: skip
             ax.set_xlim(0, 100)
             ax.set_xlabel("% of the maximum", fontsize=8)
             ax.set_ylabel("students", fontsize=8)
@@ -210,22 +241,28 @@ ALT = {
 }
 
 
-def _scores(values: list[float], maximum: float) -> dict | None:
+def _scores(values: list[float], maximum: float, waiting: int = 0) -> dict | None:
     if not values:
-        return None
+        return {"n": 0, "pending": waiting} if waiting else None
     full = sum(v >= maximum - 1e-9 for v in values)
-    return {"n": len(values), "max": maximum, "mean": statistics.mean(values),
-            "median": statistics.median(values), "lowest": min(values),
-            "full": _pct(full, len(values))}  # fmt: skip
+    return {"n": len(values), "pending": waiting, "max": maximum,
+            "mean": statistics.mean(values), "median": statistics.median(values),
+            "lowest": min(values), "full": _pct(full, len(values))}  # fmt: skip
 
 
-def _score_rows(stats: dict[str, NotebookStats], rows: list[report.Row]) -> list[tuple]:
+def _score_rows(stats: dict[str, NotebookStats], t: Totals, extra_cap: float | None) -> list:
     """(label, notebook or None, figures or None) per line of the score table."""
-    regular, most, extra, extra_most = assignment_totals(rows)
-    lines = [(("assignment", "(regular notebooks, every student)"), None, _scores(regular, most))]
-    lines += [((n.name, ""), n, _scores(n.totals, n.maximum)) for n in stats.values()]
-    if extra_most:
-        lines.append((("extra credit", "(every student)"), None, _scores(extra, extra_most)))
+    every = "(regular notebooks, every student)"
+    lines = [(("assignment", every), None, _scores(t.regular, t.most, t.pending))]
+    lines += [((n.name, ""), n, _scores(n.totals, n.maximum, n.waiting)) for n in stats.values()]
+    if t.extra_most:
+        cap = "" if extra_cap is None else f", at most {report.num(extra_cap)}"
+        lines += [
+            (("extra credit earned", "(every student)"), None,
+             _scores(t.extra_earned, t.extra_most, t.extra_pending)),
+            (("extra credit counted", f"(every student{cap})"), None,
+             _scores(t.extra_counted, t.extra_counts, t.extra_pending)),
+        ]  # fmt: skip
     return lines
 
 
@@ -289,9 +326,11 @@ def _seconds(values: list[float]) -> dict | None:
 
 
 def page(
-    stats: dict[str, NotebookStats], rows: list[report.Row], images: list[str], title: str
-) -> str:
-    """The report's HTML (``templates/classreport.html.j2``)."""
+    stats: dict[str, NotebookStats], rows: list[report.Row], images: list[str], title: str,
+    extra_cap: float | None = None,
+) -> str:  # fmt: skip
+    """The report's HTML (``templates/classreport.html.j2``; ``extra_cap``: ``[grade]
+    extra_credit_cap``)."""
     kinds = ["ok", *report.FLAGS]
     total = Counter()
     for nb in stats.values():
@@ -302,17 +341,19 @@ def page(
         csp=REPORT_CSP,
         class_title=title,
         students=len(report.by_student(rows)),
-        graded=sum(len(n.totals) for n in stats.values()),
+        graded=sum(len(n.auto) for n in stats.values()),
         images=images,
         images_named=IMAGES,
         alt=ALT,
         waiting=sum(nb.waiting for nb in stats.values()),
-        scores=_score_rows(stats, rows),
+        scores=_score_rows(stats, assignment_totals(rows, extra_cap), extra_cap),
         apart=_apart_rows(stats),
         notebooks=[
             {"name": nb.name, "extra": nb.extra, "tests": _test_rows(nb)} for nb in stats.values()
         ],
         kinds=kinds,
+        codes={"ok": "ok", **{f: report.flag_code(f) for f in report.FLAGS}},
+        legend=[(report.flag_code(f), f, report.FLAG_HELP[f]) for f in report.FLAGS],
         flag_rows=[(nb.name, nb.flags) for nb in stats.values()],
         flag_total=total,
         review=_review_rows(rows),
@@ -320,14 +361,17 @@ def page(
     )
 
 
-def write_report(rows: list[report.Row], out: Path, title: str) -> Path:
-    """Write ``out/report.html`` and its PNGs; return the page's path."""
+def write_report(
+    rows: list[report.Row], out: Path, title: str, extra_cap: float | None = None
+) -> Path:
+    """Write ``out/report.html`` and its PNGs; return the page's path (``extra_cap``: ``[grade]
+    extra_credit_cap``, stated with the extra credit counted)."""
     out.mkdir(parents=True, exist_ok=True)
     stats = gather(rows)
-    images = _figures(stats, rows, out)
+    images = _figures(stats, assignment_totals(rows, extra_cap), out)
     for name in IMAGES:
         if name not in images:
             (out / name).unlink(missing_ok=True)
     path = out / "report.html"
-    notebooks.write_bytes(path, page(stats, rows, images, title).encode())
+    notebooks.write_bytes(path, page(stats, rows, images, title, extra_cap).encode())
     return path

@@ -51,8 +51,9 @@ __all__ = ["ConfigError"]  # settings.ConfigError, raised by load() too
 
 @dataclass(frozen=True)
 class GradeSettings:
-    """The ``[grade]`` table: time limits (seconds), the number of parallel workers, and
-    whether the static tamper scan runs (a second line: the judge decides every point)."""
+    """The ``[grade]`` table: time limits (seconds), the number of parallel workers, whether
+    the static tamper scan runs (a second line: the judge decides every point), and the
+    optional notebooks with the cap on what they add (``report.count_extra_credit``)."""
 
     cell_timeout: int = setting(300, "seconds one cell may run when grading", minimum=1)
     demo_cell_timeout: int = setting(90, "the same for the demo class", minimum=1)
@@ -62,6 +63,9 @@ class GradeSettings:
     jobs: int = setting(0, "parallel grading workers; 0: one per usable CPU core", minimum=0)
     tamper_scan: bool = setting(True, "the advisory scan of student code (instructor-only notes)")
     extra_credit: tuple[str, ...] = setting((), "notebooks graded as extra credit (optional)")
+    extra_credit_cap: float = setting(
+        2.0, "points above the regular total that extra credit may add; 0: none", minimum=0
+    )
 
     def workers(self, jobs: int | None = None) -> int:
         """Parallel workers: ``jobs`` if given, else the setting; 0 means one per CPU core

@@ -16,7 +16,9 @@ next term. Here each notebook's page is written from plain data instead:
 - first, where the student's own code first raised when grading (the cell and Python's
   name for the error, never the kernel's words), since later "not defined" failures follow;
 - the notebook's points, flags explained and notes (not the instructor-only ones: the flag
-  ``review`` and the advisory scan's notes, see ``report.for_student``).
+  ``review`` and the advisory scan's notes, see ``report.for_student``); for an optional part
+  what it earned, and how much of it counts when ``[grade] extra_credit_cap`` cut it (the
+  index page states the cap and the sum, earned and counted).
 
 Nothing a student wrote runs in a browser: their answers are read from the graded notebook
 (already cleaned by ``sanitise.py`` when it was graded), cleaned again, rendered with
@@ -298,10 +300,12 @@ def notebook_page(
 
 
 def write_feedback(
-    gdir: GradingDir, rows: list[report.Row], show_source: bool = False
-) -> dict[str, dict[str, str]]:
-    """Write every student's notebook pages and index page into ``gdir.feedback``; remove
-    pages left from earlier runs (nbgrader's). Returns student -> notebook -> file name."""
+    gdir: GradingDir, rows: list[report.Row], show_source: bool = False,
+    extra_cap: float | None = None,
+) -> dict[str, dict[str, str]]:  # fmt: skip
+    """Write every student's notebook pages and index page into ``gdir.feedback`` (the index
+    states ``extra_cap``, ``[grade] extra_credit_cap``); remove pages left from earlier runs
+    (nbgrader's). Returns student -> notebook -> file name."""
     by_student = report.by_student(rows)
     names = list(dict.fromkeys(r.notebook for r in rows))
     info = {n: material(gdir, n) for n in names}
@@ -320,7 +324,7 @@ def write_feedback(
             page = notebook_page(row, info[row.notebook], mine, answers, show_source, own)
             files[row.notebook] = f"{row.notebook}.html"
             notebooks.write_bytes(folder / files[row.notebook], page.encode())
-        page = report.student_page(student, srows, files)
+        page = report.student_page(student, srows, files, extra_cap)
         notebooks.write_bytes(folder / "index.html", page.encode())
         for stale in folder.glob("*.html"):
             if stale.name != "index.html" and stale.stem not in files:

@@ -45,8 +45,9 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
   ``manual-grading``, its output saying that it is graded by hand in Gradescope (add manually
   graded questions to the assignment's outline for them);
 - extra-credit notebooks (``[grade] extra_credit``): their tests are named
-  ``Extra credit: ...``, and the top-level ``score`` (the autograded points) includes them, so
-  it can exceed the autograder points set in Gradescope;
+  ``Extra credit: ...``, and the top-level ``score`` (the autograded points) includes what
+  counts of them after ``[grade] extra_credit_cap`` (``report.count_extra_credit``), so it
+  can exceed the autograder points set in Gradescope by at most the cap;
 - top level: ``score``, ``output`` (the points, then each notebook's flags and notes, as text),
   ``stdout_visibility`` ``hidden`` (the grading log, for instructors), ``execution_time`` and
   ``extra_data`` (per-notebook points and flags, and what the sandbox enforced). Every test is
@@ -401,13 +402,16 @@ def results(
             tests.append(entry)
     regular = report.regular(list(mine.values()))
     extra = report.extra_credit(list(mine.values()))
-    score = round(sum(r.autograded for r in mine.values()), 6)
+    earned, counted = report.extra_points(extra)  # written answers are 0 here: autograded
+    score = round(sum(r.autograded for r in regular) + counted, 6)
     lines = [
         f"Autograded: {report.num(sum(r.autograded for r in regular))} / "
         f"{report.num(sum(r.autograded_max for r in regular))} points"
         + (
-            f", plus {report.num(sum(r.autograded for r in extra))} / "
-            f"{report.num(sum(r.autograded_max for r in extra))} extra credit (in the score)"
+            f", plus {report.num(earned)} / "
+            f"{report.num(sum(r.autograded_max for r in extra))} extra credit earned, "
+            f"{report.num(counted)} of it in the score (extra credit adds at most "
+            f"{report.num(course.grade.extra_credit_cap)} points)"
             if extra
             else ""
         )

@@ -131,7 +131,8 @@ def class_rows(
     problems: dict[str, str],
 ) -> list[report.Row]:  # fmt: skip
     """The report rows of ``everyone``: their records joined with the gradebook's scores
-    (``problems``: why a student has no record, e.g. :data:`UNUSABLE_ID`)."""
+    (``problems``: why a student has no record, e.g. :data:`UNUSABLE_ID`), extra credit
+    capped by ``[grade] extra_credit_cap`` (every output reads the rows made here)."""
     specs = judge.read_specs(gdir.judges, course.notebooks())
     records = Records(gdir)
     scores = read_scores(gdir.db_url, gdir.assignment, everyone)
@@ -139,7 +140,7 @@ def class_rows(
     for student in everyone:
         rows += rows_for(student, records.get(student), specs, scores, cell_timeout,
                          problems.get(student, ""), course.grade.extra_credit)  # fmt: skip
-    return rows
+    return report.count_extra_credit(rows, course.grade.extra_credit_cap)
 
 
 def _fingerprint(*parts: str) -> str:
@@ -459,12 +460,13 @@ def write_reports(
         log(f"  {len(waiting)} student(s) have written answers waiting for a grader: "
             f"{canvas.name} is PROVISIONAL (those answers count 0); make formgrade, then "
             "make feedback, writes canvas.csv once every answer is graded")  # fmt: skip
-    feedback.write_feedback(gdir, rows, show_source=course.feedback.show_test_source)
-    classreport.write_report(rows, course.out_dir, title)
+    cap = course.grade.extra_credit_cap
+    feedback.write_feedback(gdir, rows, course.feedback.show_test_source, cap)
+    classreport.write_report(rows, course.out_dir, title, cap)
     text = "\n\n".join(
         [
             f"Grades of {title}",
-            report.summary_table(rows),
+            report.summary_table(rows, cap),
             report.histogram(rows),
             "\n".join(sandbox_lines(course)),
             f"grades: {course.out_dir / 'grades.csv'} (Canvas: {canvas.name})\n"

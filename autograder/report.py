@@ -8,9 +8,14 @@ assignment)::
     extra_credit             yes for an optional part (its points are apart from the others)
     autograded, autograded_max   points of the code tests
     manual, manual_max       points of the written answers (0 until graded in formgrader)
-    total, max               their sums
+    total, max               the points that count (autograded + manual; for an optional part,
+                             extra_counted) and the most the notebook is worth
+    extra_earned             an optional part: the points earned (autograded + manual); else ""
+    extra_counted            an optional part: the points that count after ``[grade]
+                             extra_credit_cap`` (:func:`count_extra_credit`); else ""
     flags                    ok, or any of: missing failed timeout tampered renamed needs-manual
-                             review
+                             review (in words: the summary and class report show them as the
+                             letters of :data:`FLAG_CODES`)
     file                     the file handed in that was graded
     cells                    every graded cell: grade_id=score/max
     notes                    why a flag was raised, in words
@@ -19,6 +24,12 @@ The flag ``review`` and its notes (those starting with :data:`REVIEW_NOTE`) are 
 instructor only: what the advisory scan (``tamper.py``) noted, worth no point either way. The
 pages and files a student sees (``student_page``, ``feedback.py``, Gradescope's
 ``results.json``) show a row through :func:`for_student`, which leaves them out.
+
+Extra credit is capped: a student's optional parts add at most ``[grade] extra_credit_cap``
+points above the regular total. :func:`count_extra_credit` sets what counts of every optional
+part (``Row.counted``) once, when the rows are made (``grading.class_rows``); every output
+reads it (``Row.total``, :func:`extra_points`): grades.csv, the summary, the class report,
+canvas.csv, the feedback pages and Gradescope's score, which show earned and counted both.
 
 ``canvas.csv`` is the same grades in the layout of Canvas's gradebook import (see
 :func:`write_canvas` and the README's "Grades into the LMS").
@@ -38,12 +49,16 @@ if TYPE_CHECKING:
     from . import judge
 
 FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review")
+# One letter per flag, for the summary and the class report (grades.csv keeps the words, which
+# scripts read); "L" is kept for a late hand-in.
+FLAG_CODES = {"missing": "M", "failed": "F", "timeout": "T", "tampered": "X", "renamed": "R",
+              "needs-manual": "W", "review": "S", "late": "L"}  # fmt: skip
 REVIEW = "review"  # the advisory scan noted code for the instructor to look at
 INSTRUCTOR_FLAGS = frozenset({REVIEW})  # never shown to the student
 REVIEW_NOTE = "review: "  # the start of every note of the scan's (instructor only)
 COLUMNS = ("student", "notebook", "extra_credit", "autograded", "autograded_max", "manual",
-           "manual_max",
-           "total", "max", "flags", "file", "cells", "notes")  # fmt: skip
+           "manual_max", "total", "max", "extra_earned", "extra_counted", "flags", "file",
+           "cells", "notes")  # fmt: skip
 
 
 @dataclass
@@ -72,10 +87,18 @@ class Row:
     # and the cells grading did not run (their outputs are the student's own): feedback only
     first_error: dict | None = None
     skipped: list[int] = field(default_factory=list)
+    # an optional part: the points that count after the cap (count_extra_credit); None: all
+    counted: float | None = None
+
+    @property
+    def earned(self) -> float:
+        """The notebook's points: its tests' and its written answers'."""
+        return self.autograded + self.manual
 
     @property
     def total(self) -> float:
-        return self.autograded + self.manual
+        """The points that count: those earned, for an optional part what the cap leaves."""
+        return self.earned if self.counted is None else self.counted
 
     @property
     def max(self) -> float:
@@ -85,6 +108,11 @@ class Row:
     def flag_text(self) -> str:
         ordered = [f for f in FLAGS if f in self.flags]
         return ";".join(ordered) if ordered else "ok"
+
+    @property
+    def flag_codes(self) -> str:
+        """The flags as letters (:data:`FLAG_CODES`), in :data:`FLAGS`' order; "" for none."""
+        return "".join(flag_code(f) for f in FLAGS if f in self.flags)
 
     def as_csv(self) -> dict[str, str]:
         return {
@@ -97,6 +125,8 @@ class Row:
             "manual_max": num(self.manual_max),
             "total": num(self.total),
             "max": num(self.max),
+            "extra_earned": num(self.earned) if self.extra else "",
+            "extra_counted": num(self.total) if self.extra else "",
             "flags": self.flag_text,
             "file": self.file,
             "cells": " ".join(f"{k}={num(s)}/{num(m)}" for k, (s, m) in self.cells.items()),
@@ -105,6 +135,16 @@ class Row:
 
 
 num = pages.num
+
+
+def flag_code(flag: str) -> str:
+    """The letter of ``flag`` (:data:`FLAG_CODES`); a flag without one keeps its word."""
+    return FLAG_CODES.get(flag, flag)
+
+
+def flag_legend(flags: tuple[str, ...] = FLAGS) -> str:
+    """The letters of ``flags`` with their words, one line: ``W needs-manual, ...``."""
+    return ", ".join(f"{flag_code(f)} {f}" for f in flags)
 
 
 def for_student(row: Row) -> Row:
@@ -141,6 +181,37 @@ def extra_credit(rows: list[Row]) -> list[Row]:
     return [r for r in rows if r.extra]
 
 
+def count_extra_credit(rows: list[Row], cap: float) -> list[Row]:
+    """Apply ``[grade] extra_credit_cap``: set ``counted`` on every optional part of ``rows``
+    so that a student's extra credit adds at most ``cap`` points (0: none) above the regular
+    total. A student's optional parts count in the assignment's order until the cap is used
+    up. The one place the cap is applied (``grading.class_rows``); returns ``rows``."""
+    for srows in by_student(rows).values():
+        left = cap
+        for row in extra_credit(srows):
+            row.counted = round(max(0.0, min(row.earned, left)), 6)
+            left -= row.counted
+    return rows
+
+
+def extra_points(rows: list[Row]) -> tuple[float, float]:
+    """One student's extra credit: the points earned and those that count (after the cap)."""
+    optional = extra_credit(rows)
+    return sum(r.earned for r in optional), sum(r.total for r in optional)
+
+
+def extra_text(rows: list[Row]) -> str:
+    """One student's extra credit in a few characters: ``+2`` counted, and ``(3.5)`` earned
+    after it when the cap counted less."""
+    earned, counted = extra_points(rows)
+    return f"+{num(counted)}" + (f" ({num(earned)})" if earned > counted + 1e-9 else "")
+
+
+def pending(rows: list[Row]) -> bool:
+    """Whether any of ``rows`` has written answers not graded yet (its total is provisional)."""
+    return any("needs-manual" in r.flags for r in rows)
+
+
 def write_csv(rows: list[Row], path: Path) -> None:
     """Write ``rows`` to ``path`` atomically."""
     buf = io.StringIO()
@@ -158,39 +229,63 @@ def by_student(rows: list[Row]) -> dict[str, list[Row]]:
     return students
 
 
-def summary_table(rows: list[Row]) -> str:
+def notebook_labels(names: list[str]) -> dict[str, str]:
+    """Short labels of notebooks for the summary's flags: the number before the first ``_``
+    (``5a_decoding`` -> ``5a``) when no other notebook shares it, else the whole name."""
+    heads = [n.split("_", 1)[0] for n in names]
+    return {n: h if heads.count(h) == 1 else n for n, h in zip(names, heads, strict=True)}
+
+
+def summary_table(rows: list[Row], extra_cap: float | None = None) -> str:
     """One line per student: points per notebook, the total of the regular notebooks, the
-    extra credit apart (when the assignment has optional parts), and the flags that are not
-    ok. A notebook of extra credit that was not handed in is no flag."""
+    extra credit apart (when the assignment has optional parts: what counts, and what was
+    earned in brackets when ``extra_cap``, ``[grade] extra_credit_cap``, counted less), and
+    the flags as letters per notebook (``1:W 3:TF``; a legend follows the table). A notebook
+    of extra credit that was not handed in is no flag."""
     students = by_student(rows)
     if not students:
         return "no students"
     first = next(iter(students.values()))
     names = [r.notebook for r in first]
+    labels = notebook_labels(names)
     has_extra = any(r.extra for r in first)
     width = max(len(s) for s in students) + 1
     head = f"{'student':{width}}" + "".join(f"{n[:14]:>15}" for n in names) + f"{'total':>12}"
-    head += f"{'extra':>8}" if has_extra else ""
+    head += f"{'extra':>13}" if has_extra else ""
     maxima = f"{'(max)':{width}}" + "".join(f"{num(r.max):>15}" for r in first)
     maxima += f"{num(sum(r.max for r in regular(first))):>12}"
-    maxima += f"{'+' + num(sum(r.max for r in extra_credit(first))):>8}" if has_extra else ""
+    extra_max = sum(r.max for r in extra_credit(first))
+    if extra_cap is not None:
+        extra_max = min(extra_max, extra_cap)
+    maxima += f"{'+' + num(extra_max):>13}" if has_extra else ""
     lines = [head + "  flags", maxima]
     for student, srows in students.items():
-        flags = "; ".join(f"{r.notebook}: {r.flag_text}" for r in srows if r.flag_text != "ok")
-        cells = "".join(f"{num(r.total):>15}" for r in srows)
+        flags = " ".join(f"{labels[r.notebook]}:{r.flag_codes}" for r in srows if r.flags)
+        cells = "".join(f"{num(r.earned):>15}" for r in srows)
         kept = regular(srows)
         total = f"{num(sum(r.total for r in kept))}/{num(sum(r.max for r in kept))}"
-        extra = f"{'+' + num(sum(r.total for r in extra_credit(srows))):>8}" if has_extra else ""
+        extra = f"{extra_text(srows):>13}" if has_extra else ""
         lines.append(f"{student:{width}}{cells}{total:>12}{extra}  {flags or 'ok'}")
+    used = [f for f in FLAGS if any(f in r.flags for r in rows)]
+    lines.append("")
+    lines.append(f"flags, per notebook (by its number): {flag_legend(tuple(used))}" if used
+                 else "flags: none")  # fmt: skip
+    if has_extra:
+        cap = f"at most +{num(extra_cap)} above the total; " if extra_cap is not None else ""
+        lines.append(f"extra: the extra credit that counts ({cap}in brackets the points earned "
+                     "when the cap counted less)")  # fmt: skip
     return "\n".join(lines)
 
 
 def histogram(rows: list[Row], bins: int = 10, bar: int = 40) -> str:
     """A text histogram of the students' totals of the regular notebooks, as a share of the
-    maximum (extra credit left out)."""
+    maximum (extra credit left out). A student with written answers not graded yet is
+    pending: counted apart, not as zeros."""
+    students = by_student(rows).values()
     totals = [
         (sum(r.total for r in regular(srows)), sum(r.max for r in regular(srows)))
-        for srows in by_student(rows).values()
+        for srows in students
+        if not pending(regular(srows))
     ]
     counts = [0] * bins
     for total, most in totals:
@@ -202,6 +297,9 @@ def histogram(rows: list[Row], bins: int = 10, bar: int = 40) -> str:
         lo, hi = 100 * i // bins, 100 * (i + 1) // bins
         bracket = "]" if i == bins - 1 else ")"
         lines.append(f"  [{lo:3d}, {hi:3d}{bracket} {'#' * round(n / scale):{bar}} {n}")
+    waiting = len(students) - len(totals)
+    if waiting:
+        lines.append(f"  pending: {waiting} student(s) with written answers not graded yet")
     return "\n".join(lines)
 
 
@@ -219,10 +317,14 @@ FLAG_HELP = {
 # --- HTML pages (templates/: pages.py) -------------------------------------------------------
 
 
-def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) -> str:
+def student_page(
+    student: str, rows: list[Row], feedback_files: dict[str, str], extra_cap: float | None = None
+) -> str:
     """A small HTML page for one student (``templates/student.html.j2``): points per notebook
-    (extra credit apart), flags explained (not the instructor-only ones), the behaviours lost,
-    and links to the feedback page of each notebook (``feedback_files``: notebook -> file)."""
+    (extra credit apart: earned and counted, ``extra_cap`` the cap), flags explained (not the
+    instructor-only ones), the behaviours lost, and links to the feedback page of each
+    notebook (``feedback_files``: notebook -> file)."""
+    earned, counted = extra_points(rows)
     return pages.render(
         "student.html.j2",
         title=f"{student}: grades",
@@ -230,7 +332,9 @@ def student_page(student: str, rows: list[Row], feedback_files: dict[str, str]) 
         student=student,
         total=sum(r.total for r in regular(rows)),
         most=sum(r.max for r in regular(rows)),
-        bonus=sum(r.total for r in extra_credit(rows)),
+        bonus=counted,
+        earned=earned,
+        cap=extra_cap,
         regular=[for_student(r) for r in regular(rows)],
         extra=[for_student(r) for r in extra_credit(rows)],
         lost=[(r.notebook, *item) for r in rows for item in r.lost],
@@ -294,8 +398,9 @@ def canvas_rows(
     rows: list[Row], column: str, roster: dict[str, RosterEntry] | None = None
 ) -> list[list[str]]:
     """Canvas's gradebook import: a header, the points possible, then one row per student with
-    the assignment's points in ``column``: the regular notebooks' total plus any extra credit
-    (Canvas takes a score above the points possible as extra credit). Without a roster entry
+    the assignment's points in ``column``: the regular notebooks' total plus the extra credit
+    that counts (``Row.total``: after ``[grade] extra_credit_cap``; Canvas takes a score above
+    the points possible as extra credit). Without a roster entry
     a student is named by our id, which is also their SIS Login ID."""
     roster = roster or {}
     students = by_student(rows)
@@ -303,7 +408,7 @@ def canvas_rows(
     table = [[*CANVAS_COLUMNS, column], ["Points Possible", "", "", "", "", _points(most)]]
     for student, srows in students.items():
         known = roster.get(student, RosterEntry())
-        total = sum(r.total for r in srows)  # regular + extra credit
+        total = sum(r.total for r in srows)  # regular + extra credit counted (capped)
         table.append([
             known.name or student, known.canvas_id, known.sis_user_id,
             known.sis_login_id or student, known.section, _points(total),

@@ -13,12 +13,13 @@ student's pages say nothing of it (the flag and its notes are for the instructor
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import nbformat
 import pytest
 
-from autograder import feedback, gradebook, notebooks, report, tamper
+from autograder import config, feedback, gradebook, gradescope, grading, notebooks, report, tamper
 from helpers import autograder, course_sources, grades, make_course
 
 HOSTILE = (
@@ -148,6 +149,46 @@ def test_test_source_only_when_the_course_says_so(graded):
         toml.write_text(before)
     autograder(root, "feedback")
     assert "student.mul(" not in page(gdir, "wrong-mul", "1_sums")
+
+
+def test_extra_credit_is_capped_in_every_output(graded):
+    """``[grade] extra_credit_cap``, through the real grading's reports: with 2_words (2 points)
+    as extra credit and a cap of 1, a student who earned all of it counts 1 in grades.csv's
+    total, the summary, the class report, canvas and Gradescope's score; grades.csv and the
+    feedback show the 2 earned and the 1 counted."""
+    root, gdir = graded
+    toml = root / "course.toml"
+    before = toml.read_text()
+    capped = '[grade]\nextra_credit = ["2_words"]\nextra_credit_cap = 1\n'
+    toml.write_text(before.replace("[grade]\n", capped, 1))
+    try:
+        autograder(root, "feedback")
+        row = grades(root)[("full", "2_words")]
+        assert (row["extra_earned"], row["extra_counted"], row["total"]) == ("2", "1", "1")
+        assert grades(root)[("full", "1_sums")]["extra_counted"] == ""  # a regular part
+        out = root / "autograder" / "out"
+        summary = (out / "summary.txt").read_text()
+        line = next(x for x in summary.splitlines() if x.startswith("full "))
+        assert "+1 (2)" in line and "at most +1 above the total" in summary
+        assert "full,,,full,,3" in (out / "canvas-PROVISIONAL.csv").read_text()  # 2 + 1, not 4
+        assert (
+            "extra credit counted</b> (every student, at most 1)"
+            in (out / "report.html").read_text()
+        )
+        index = (gdir.feedback / "full" / "a3" / "index.html").read_text()
+        assert "<b>1</b> extra credit" in index and "you earned 2, and 1 count" in index
+        text = page(gdir, "full", "2_words")
+        assert "Points: <b>2 / 2</b>" in text and "1 of these count" in text
+        course = config.load(root)
+        rows = grading.class_rows(course, gdir, ["full"], 20, {})
+        mine = [dataclasses.replace(r, student=gradescope.STUDENT) for r in rows]
+        result = gradescope.results(course, gdir, mine, None, [], 1.0, [])
+        assert result["score"] == 3  # 1_sums' 2 autograded points, 1 of 2_words' 2
+        assert "2 / 2 extra credit earned, 1 of it in the score" in result["output"]
+    finally:
+        toml.write_text(before)
+    autograder(root, "feedback")
+    assert grades(root)[("full", "2_words")]["total"] == "2"
 
 
 def test_markdown_is_rendered_inert():

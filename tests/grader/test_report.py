@@ -88,9 +88,9 @@ def test_review_is_counted_and_listed_for_the_instructor():
     assert "a note of the intake" not in page.split("<h2>For review</h2>")[1]
     assert rows[2].as_csv()["flags"] == "needs-manual;review"
     assert "review: cell 3 line 2: uses ctypes" in rows[2].as_csv()["notes"]
-    assert "bob" in report.summary_table(rows) and "1_gru: needs-manual;review" in (
-        report.summary_table(rows)
-    )
+    summary = report.summary_table(rows)
+    assert "bob" in summary and "1:WS 5:M" in summary  # the flags as letters, per notebook
+    assert "M missing, W needs-manual, S review" in summary  # and their legend
     seen = report.for_student(rows[2])
     assert seen.flags == ["needs-manual"] and seen.notes == ["renamed: a note of the intake's"]
     nothing = classreport.page(classreport.gather(crafted_rows()), crafted_rows(), [], "x")
@@ -98,9 +98,99 @@ def test_review_is_counted_and_listed_for_the_instructor():
 
 
 def test_assignment_totals_keep_extra_credit_apart():
-    regular, most, extra, extra_most = classreport.assignment_totals(crafted_rows())
-    assert (most, extra_most) == (2.0, 2.0)
-    assert regular == [1.0, 0.4, 0.0] and extra == [2.0, 0.0, 0.0]
+    rows = crafted_rows()
+    for row in rows:  # every written answer graded: no student pending
+        row.flags = [f for f in row.flags if f != "needs-manual"]
+    totals = classreport.assignment_totals(rows)
+    assert (totals.most, totals.extra_most, totals.pending) == (2.0, 2.0, 0)
+    assert totals.regular == [1.0, 0.4, 0.0] and totals.extra_earned == [2.0, 0.0, 0.0]
+    assert totals.extra_counted == totals.extra_earned  # no cap applied: all of it counts
+
+
+def test_pending_written_answers_are_not_zeros_in_the_class_report(tmp_path):
+    """A notebook whose written answers wait for a grader is pending: left out of the score
+    distributions, means, full marks and histograms (not counted as 0) until graded."""
+    rows = crafted_rows()  # every 1_gru written answer waits; ann's is graded here
+    rows[0].flags, rows[0].manual = [], 1.0  # ann: 1 (tests) + 1 (written) = 2 of 2
+    stats = classreport.gather(rows)
+    assert stats["1_gru"].totals == [2.0] and stats["1_gru"].waiting == 2
+    assert stats["1_gru"].auto == [1.0, 0.4, 0.0]  # the tests' points are final: all kept
+    totals = classreport.assignment_totals(rows)
+    assert (totals.regular, totals.pending) == ([2.0], 2)
+    page = classreport.page(stats, rows, [], "a test class")
+    scores = page.split("<h2>Scores</h2>")[1].split("The same parts")[0]
+    # 1_gru: 1 graded, 2 pending, max 2, mean 2, median 2, lowest 2, 100% full marks
+    assert ("<td>1_gru</td><td class='num'>1</td><td class='num'>2</td><td class='num'>2</td>"
+            "<td class='num'>2</td><td class='num'>2</td><td class='num'>2</td>"
+            "<td class='num'>100%</td>") in scores  # fmt: skip
+    assert "are pending below" in page
+    text = report.histogram(rows)
+    assert text.splitlines()[-2].endswith(" 1")  # ann at 100%, nobody at 0
+    assert text.splitlines()[1].endswith(" 0") and "pending: 2 student(s)" in text
+    classreport.write_report(rows, tmp_path, "a test class")  # the figures leave them out
+    assert (tmp_path / classreport.IMAGES[0]).stat().st_size > 0
+
+
+def test_flags_are_letters_with_a_legend():
+    """The summary's flags column (about 230 characters per student for a notebook each
+    waiting for a grader) is one code per notebook, with a legend; grades.csv keeps the words."""
+    codes = [report.FLAG_CODES[f] for f in report.FLAGS]
+    assert len(set(codes)) == len(codes) and all(len(c) == 1 for c in codes)
+    assert "L" in report.FLAG_CODES.values()  # kept for a late hand-in
+    names = ["1_gru", "2_additive_attention", "3_transformer", "4_bert", "5a_decoding",
+             "5b_copying_subwords", "6a_cove", "6b_segment_attention"]  # fmt: skip
+    rows = [report.Row("ann", n, autograded_max=1, manual_max=1, flags=["needs-manual"])
+            for n in names]  # fmt: skip
+    rows[2].flags.append("timeout")
+    line = report.summary_table(rows).splitlines()[2]
+    flags = line.split("  ")[-1]
+    assert flags == "1:W 2:W 3:TW 4:W 5a:W 5b:W 6a:W 6b:W", flags  # 35 characters
+    assert "flags, per notebook (by its number): T timeout, W needs-manual" in (
+        report.summary_table(rows)
+    )
+    assert rows[2].as_csv()["flags"] == "timeout;needs-manual"  # scripts read the words
+    page = classreport.page(classreport.gather(rows), rows, [], "a test class")
+    flags_table = page.split("<h2>Flags</h2>")[1]
+    assert "<abbr title='needs-manual'>W</abbr>" in flags_table
+    assert "<b>W</b> needs-manual: written answers wait for a grader" in flags_table
+
+
+def test_extra_credit_counts_up_to_the_cap():
+    """[grade] extra_credit_cap: a student's optional parts count in the notebooks' order
+    until the cap; grades.csv, the summary, the class report, canvas.csv and the student's
+    index page show the points earned and those counted."""
+    rows = []
+    for student, points in {"ann": (1.5, 1.0, 0.8), "bob": (0.5, 0.0, 1.0)}.items():
+        rows.append(report.Row(student, "1_gru", autograded=1, autograded_max=1))
+        for name, got in zip(("5a_decoding", "5b_copy", "6a_cove"), points, strict=True):
+            rows.append(report.Row(student, name, extra=True, autograded=got, autograded_max=2))
+    report.count_extra_credit(rows, 2)
+    assert [r.total for r in rows if r.extra] == [1.5, 0.5, 0.0, 0.5, 0.0, 1.0]
+    assert report.extra_points(rows[:4]) == (3.3, 2.0)
+    csv_row = rows[2].as_csv()  # ann's 5b: earned 1, counted 0.5
+    assert (csv_row["extra_earned"], csv_row["extra_counted"], csv_row["total"]) == (
+        "1", "0.5", "0.5"
+    )  # fmt: skip
+    assert rows[0].as_csv()["extra_earned"] == rows[0].as_csv()["extra_counted"] == ""
+    summary = report.summary_table(rows, 2).splitlines()
+    assert summary[1].split()[-1] == "+2"  # the most extra credit that counts
+    assert summary[2].split()[-4:] == ["1/1", "+2", "(3.3)", "ok"]  # ann: 2 count, 3.3 earned
+    assert summary[3].split()[-2:] == ["+1.5", "ok"]  # bob: 1.5 earned, all counts
+    assert "at most +2 above the total" in "\n".join(summary)
+    table = report.canvas_rows(rows, "a3")
+    assert table[2][-1] == "3" and table[3][-1] == "2.5"  # 1 + 2 (not 3.3), 1 + 1.5
+    page = report.student_page("ann", rows[:4], {}, 2)
+    assert "<b>2</b> extra credit" in page and "earned: 3.3" in page
+    assert "at most 2 point(s) above the total: you earned 3.3, and 2 count" in page
+    assert "counted: 0.5" in page  # 5b's row: earned 1, 0.5 of it counts
+    totals = classreport.assignment_totals(rows, 2)
+    assert totals.extra_earned == [3.3, 1.5] and totals.extra_counted == [2.0, 1.5]
+    assert (totals.extra_most, totals.extra_counts) == (6.0, 2.0)
+    html = classreport.page(classreport.gather(rows), rows, [], "a test class", 2)
+    assert "extra credit counted</b> (every student, at most 2)" in html
+    report.count_extra_credit(rows, 0)  # 0: extra credit is shown, and adds nothing
+    assert all(r.total == 0 for r in rows if r.extra)
+    assert report.canvas_rows(rows, "a3")[2][-1] == "1"
 
 
 def test_canvas_layout_without_and_with_a_roster(tmp_path):

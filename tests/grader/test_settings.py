@@ -59,6 +59,12 @@ def test_settings_command_shows_the_course_s_values(tmp_path):
         ("grade", "tamper_scan = 1", "[grade] tamper_scan must be true or false, got 1"),
         ("grade", 'extra_credit = "5a"', "[grade] extra_credit must be a list of strings"),
         ("grade", "colour = 1", "unknown [grade] settings ['colour']"),
+        (
+            "grade",
+            "extra_credit_cap = -1",
+            "[grade] extra_credit_cap must be a number >= 0, got -1",
+        ),
+        ("grade", 'extra_credit_cap = "2"', "[grade] extra_credit_cap must be a number >= 0"),
         ("audit", "min_killed = 1.5", "[audit] min_killed must be a number from 0 to 1"),
         ("audit", "min_killed = true", "[audit] min_killed must be a number from 0 to 1"),
         ("sandbox", "hide = [1]", "[sandbox] hide must be a list of strings, got [1]"),
@@ -80,6 +86,9 @@ def test_a_number_setting_takes_an_integer_and_defaults_fill_the_rest(tmp_path):
     assert course.similarity.threshold == 1.0 and isinstance(course.similarity.threshold, float)
     assert course.audit == config.load(root).audit
     assert config.Limits().memory_mb == 6144 and config.GradeSettings().jobs == 0
+    assert config.GradeSettings().extra_credit_cap == 2.0  # extra credit adds 2 points at most
+    _set(root, "grade", "extra_credit_cap = 0")  # 0: extra credit adds nothing
+    assert config.load(root).grade.extra_credit_cap == 0.0
 
 
 def test_nbgrader_takes_the_cell_limit_from_the_checked_settings(tmp_path):

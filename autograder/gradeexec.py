@@ -2,14 +2,14 @@
 
 :class:`GradeExecute` replaces nbgrader's ``Execute`` in ``Autograde`` (``Sandbox.configure``):
 kernels start through ``sandbox.SandboxKernelManager``, the cells the tests do not need are
-not run (``judge.Spec.skips``; they show the student's own outputs instead, ``ownrun.py``), the
-whole notebook has a time limit on
-top of nbgrader's per-cell one, each cell keeps at most ``max_output_chars`` of output and the
-notebook at most ``max_notebook_chars`` (display updates, ``display_id`` outputs included: an
-update is charged once per output it would rewrite). Once every cell has run, and before the
-kernel stops, the tests of ``spec_file`` ask that kernel for the student's objects
-(``judge.judge_live``, in this process, which runs no student code); the verdicts go to
-``verdict_file``.
+not run (``judge.Spec.skipped_cells``; they show the student's own outputs instead,
+``ownrun.py``; ``run_skipped`` runs them all, for ``worker.py``'s second try), the whole
+notebook has a time limit on top of nbgrader's per-cell one, each cell keeps at most
+``max_output_chars`` of output and the notebook at most ``max_notebook_chars`` (display
+updates, ``display_id`` outputs included: an update is charged once per output it would
+rewrite). Once every cell has run, and before the kernel stops, the tests of ``spec_file``
+ask that kernel for the student's objects (``judge.judge_live``, in this process, which runs
+no student code); the verdicts go to ``verdict_file``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 
 from nbclient.util import run_sync
 from nbformat import NotebookNode
-from traitlets import Integer, Unicode
+from traitlets import Bool, Integer, Unicode
 
 from . import notebooks, ownrun
 from .limits import Limits
@@ -62,6 +62,7 @@ class GradeExecute(_execute_class()):
         config=True
     )
     verdict_file = Unicode("", help="where the verdicts go (JSON)").tag(config=True)
+    run_skipped = Bool(False, help="run the cells the tests do not need too").tag(config=True)
     _deadline: float | None = None
     _kept: dict[int, int] = {}  # characters of output seen per cell index (reset per notebook)
     _total = 0  # characters of output kept in the notebook
@@ -85,7 +86,7 @@ class GradeExecute(_execute_class()):
         self._check_assign_resources(resources)
         found = None
         spec = self._spec()
-        skipped = spec.skipped_cells(self.nb.cells) if spec is not None else []
+        skipped = [] if spec is None or self.run_skipped else spec.skipped_cells(self.nb.cells)
         with self.setup_kernel():
             info_msg = self.wait_for_reply(self.kc.kernel_info())
             if info_msg:

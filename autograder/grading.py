@@ -109,6 +109,8 @@ def rows_for(
         row.verdicts = dict(done.get("verdicts", {}))
         row.first_error = done.get("first_error")
         row.skipped = list(done.get("skipped", []))
+        if done.get("rerun"):  # graded again with every cell run (worker.needs_second_try)
+            row.notes.append(worker.RERUN_NOTE)
         for gid, verdict in done.get("verdicts", {}).items():
             for item in verdict["checks"]:
                 if not item["passed"]:

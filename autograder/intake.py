@@ -547,7 +547,7 @@ def read_student(
         install_graded_forms(nb, released[name], specs[name])
         nb.metadata = copy.deepcopy(released[name].metadata)
         chosen[name] = nb  # the student's cells as written: the scan only reads them
-        findings = tamper.scan(nb) if scan else []
+        findings = tamper.scan(nb, released[name]) if scan else []
         for finding in findings[:MAX_FINDINGS]:
             result.notebooks[name].flag(report.REVIEW, report.REVIEW_NOTE + finding.note)
         if len(findings) > MAX_FINDINGS:

@@ -142,18 +142,36 @@ class Spec:
 
     def skipped_cells(self, cells: list[NotebookNode]) -> list[int]:
         """The indices of the cells a grading run of ``cells`` leaves out: those that
-        :meth:`skips`, unless a cell that runs after it may read a name it binds (a student
-        who uses the trained model of a skipped cell in their own cell gets that cell run,
-        as on their machine). Read backwards, so a skipped cell's own needs do not count."""
-        wanted: set[str] = set()
+        :meth:`skips`, unless a cell that runs may read a name it binds (a student who uses the
+        trained model of a skipped cell in their own cell gets that cell run, as on their
+        machine). A name read at the top level of a cell is read when the cell runs: only
+        the cells before it count (read backwards, so a skipped cell's own needs do not
+        count). A name read inside a function's body is read when it is called, which may be
+        after the whole notebook ran (the tests call the student's code then): a skipped cell
+        anywhere that binds it runs, and so on until no more cell has to run."""
+        names = {
+            i: _names(str(c.get("source", "")))
+            for i, c in enumerate(cells)
+            if c.get("cell_type") == "code"
+        }
+        later: set[str] = set()  # read at call time by a cell that runs
+        while True:
+            skipped = self._skipped(cells, names, later)
+            found = set(later).union(*(n[2] for i, n in names.items() if i not in skipped))
+            if found == later:
+                return skipped
+            later = found
+
+    def _skipped(self, cells: list[NotebookNode], names: dict, later: set[str]) -> list[int]:
+        """One backward pass of :meth:`skipped_cells`, ``later`` read after every cell."""
+        wanted: set[str] = set(later)
         skipped = []
         for index in reversed(range(len(cells))):
-            cell = cells[index]
-            if cell.get("cell_type") != "code":
+            if index not in names:
                 continue
-            bound, loaded = names_of(str(cell.get("source", "")))
+            bound, loaded, _ = names[index]
             needed = ANY_NAME in wanted or bool(bound & wanted) or (ANY_NAME in bound and wanted)
-            if self.skips(cell) and not needed:
+            if self.skips(cells[index]) and not needed:
                 skipped.append(index)
                 continue
             wanted |= loaded
@@ -165,18 +183,25 @@ DYNAMIC = frozenset({"eval", "exec", "globals", "locals", "vars", "__import__", 
 
 
 def names_of(source: str) -> tuple[set[str], set[str]]:
-    """The names a cell may bind, and those it may read from earlier cells (both
+    """The names a cell may bind, and those it may read from other cells (both
     over-estimated, which only makes more cells run): every name stored anywhere in it; every
     name it reads before its own code bound it (in a function's body: any name the cell does
     not bind). IPython syntax (magics, ``!cmd``) is translated first; a cell that still does
     not parse, or reads names dynamically (:data:`DYNAMIC`), may read any name
     (:data:`ANY_NAME`)."""
+    bound, loaded, _ = _names(source)
+    return bound, loaded
+
+
+def _names(source: str) -> tuple[set[str], set[str], set[str]]:
+    """:func:`names_of`, and of the names it reads those read in a function's body (read
+    when the function is called: at any time after the cell ran)."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
 
         tree = ast.parse(TransformerManager().transform_cell(source))
     except Exception:  # not Python even for IPython: assume the worst
-        return set(), {ANY_NAME}
+        return set(), {ANY_NAME}, set()
     first_bound: dict[str, tuple[int, int]] = {}  # name -> where the binding takes effect
     reads: list[tuple[str, tuple[int, int], bool]] = []  # name, where, inside a function
     params: set[str] = set()  # the parameters of its functions and lambdas
@@ -212,15 +237,18 @@ def names_of(source: str) -> tuple[set[str], set[str]]:
             visit(child, statement, inner)
 
     visit(tree, None, False)
-    loaded = {
-        name
-        for name, at, in_function in reads
-        if (name not in first_bound and not (in_function and name in params))
-        or (not in_function and name in first_bound and at <= first_bound[name])
-    }
-    if loaded & DYNAMIC:
-        loaded.add(ANY_NAME)
-    return set(first_bound), loaded
+    loaded, deferred = set(), set()
+    for name, at, in_function in reads:
+        if in_function and name not in first_bound and name not in params:
+            deferred.add(name)
+        if (name not in first_bound and not (in_function and name in params)) or (
+            not in_function and name in first_bound and at <= first_bound[name]
+        ):
+            loaded.add(name)
+    for found in (loaded, deferred):
+        if found & DYNAMIC:
+            found.add(ANY_NAME)
+    return set(first_bound), loaded, deferred
 
 
 def normalised(source: object) -> str:

@@ -56,6 +56,16 @@ imported or run; the scan is one pass over each cell's syntax tree.
 13. [signals] the ``signal`` module (signal handlers, alarms).
 14. [ctypes] the ``ctypes`` module.
 15. [unread] a cell nested too deeply for the scan to read.
+16. [delegation] in an answer cell, torch's own version of what the course asks students to
+    write (:data:`DELEGATES`): ``nn.GRUCell``, ``nn.GRU``, ``nn.MultiheadAttention``,
+    ``nn.Transformer*``, ``F.multi_head_attention_forward``, ``F.scaled_dot_product_attention``,
+    ``torch.func.functional_call`` (``nn.utils.stateless.functional_call``), named as the other
+    rules name things (through imports and ``getattr``). Results decide points: an answer that
+    delegates and computes the right thing keeps them; the note lets the instructor apply the
+    course's policy. Only the student's own code is noted: an answer cell's given part (the
+    release's cell, ``released`` of :func:`scan`: ``nn.GRUCell`` in the decoder of part 2)
+    and every cell outside the answers (the student's own checks against ``nn.GRUCell``) are
+    not.
 
 Everyday notebook habits match no rule: shell escapes and magics (``!pip install``,
 ``%pip``, ``%load_ext autoreload``, ``%autoreload 2``, ``%cd``, ``!ls``, ``!wget``, ``%%time``,
@@ -97,6 +107,8 @@ RULES = {  # key -> the fixed text of a note (never the student's code)
     "signals": "uses the signal module",
     "ctypes": "uses ctypes",
     "unread": "is nested too deeply for the scan to read",
+    "delegation": "calls torch's own version of the asked-for computation (nn.GRUCell, "
+    "nn.MultiheadAttention, scaled_dot_product_attention, functional_call...)",
 }
 ATTRIBUTES = {  # an attribute of these names, on anything (getattr with the name too)
     **dict.fromkeys(
@@ -130,6 +142,18 @@ NAMES = {  # dotted names, each with everything under it, as imported or used
     "signal": "signals",
     "ctypes": "ctypes",
 }
+DELEGATES = frozenset(  # torch's versions of what the answers compute (rule 16), with below
+    f"torch.{name}"
+    for name in (
+        "nn.GRUCell", "nn.GRU", "nn.MultiheadAttention", "nn.modules.rnn.GRUCell",
+        "nn.modules.rnn.GRU", "nn.modules.activation.MultiheadAttention", "nn.modules.transformer",
+        "nn.functional.multi_head_attention_forward", "nn.functional.scaled_dot_product_attention",
+        "func.functional_call", "nn.utils.stateless.functional_call", "gru_cell", "gru",
+        "_VF.gru_cell", "_VF.gru", "_C._nn.scaled_dot_product_attention",
+        "_native_multi_head_attention",
+    )
+)  # fmt: skip
+DELEGATE_PREFIXES = ("torch.nn.Transformer",)  # nn.Transformer, nn.TransformerEncoderLayer...
 ATTRIBUTE_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 SHELL_OK = frozenset({"run_line_magic", "run_cell_magic", "system", "getoutput", "__class__"})
 CODE_MAGICS = frozenset({"time", "timeit", "capture", "prun"})  # run the code they are given
@@ -167,9 +191,10 @@ def _editable(cell: nbformat.NotebookNode) -> bool:
     return notebooks.is_solution(cell) and not notebooks.is_locked(cell)
 
 
-def scan(nb: nbformat.NotebookNode) -> list[Finding]:
+def scan(nb: nbformat.NotebookNode, released: nbformat.NotebookNode | None = None) -> list[Finding]:
     """The findings in the student cells of ``nb``, by cell and line, one per rule and line.
-    ``nb`` is only read."""
+    ``released``: the notebook as released, whose answer cells' given code is not noted for
+    delegation (rule 16; None: none given). Both are only read."""
     transformer = TransformerManager()
     trees: dict[int, ast.Module | None] = {}
     for i, cell in enumerate(nb.cells):
@@ -177,6 +202,7 @@ def scan(nb: nbformat.NotebookNode) -> list[Finding]:
             trees[i] = _read(transformer, cell.source)
     names = _Names(trees.values())
     checker = _Checker(names, transformer)
+    given = _given_delegates(released, names, transformer)
     found: set[Finding] = set()
     for i in student_cells(nb):
         source = nb.cells[i].source
@@ -186,7 +212,64 @@ def scan(nb: nbformat.NotebookNode) -> list[Finding]:
                 found.add(Finding(i, 1, "config"))
         for line, rule in checker.cell(tree):
             found.add(Finding(i, line, rule))
+        if notebooks.is_solution(nb.cells[i]):  # an answer cell: the student's own answer
+            allowed = given.get(notebooks.grade_id(nb.cells[i]), set())
+            for line, name in _delegates(tree, names):
+                if name not in allowed:
+                    found.add(Finding(i, line, "delegation"))
     return sorted(found, key=lambda f: (f.cell, f.line, f.rule))
+
+
+def _is_delegate(dotted: str | None) -> bool:
+    """Whether ``dotted`` is one of :data:`DELEGATES` (or under one), or starts as
+    :data:`DELEGATE_PREFIXES`."""
+    if dotted is None:
+        return False
+    if dotted.startswith(DELEGATE_PREFIXES):
+        return True
+    while dotted:
+        if dotted in DELEGATES:
+            return True
+        dotted = dotted.rpartition(".")[0]
+    return False
+
+
+def _delegates(tree: ast.Module | None, names: _Names) -> Iterator[tuple[int, str]]:
+    """(line, dotted name) of each use of a delegate (rule 16) in ``tree``: a name bound by an
+    import, an attribute of one, ``getattr`` of one with a constant name. Of ``a.b.c`` only
+    the longest name is counted."""
+    inner: set[int] = set()  # attributes that are the value of a longer one
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Attribute):
+            inner.add(id(node.value))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = _string(node.args[1]) if len(node.args) > 1 else None
+            if node.func.id in ATTRIBUTE_BUILTINS and name:
+                dotted = names.dotted(ast.Attribute(value=node.args[0], attr=name))
+                if _is_delegate(dotted):
+                    yield node.lineno, dotted
+        if id(node) in inner:
+            continue
+        dotted = None
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            dotted = names.imported.get(node.id)
+        elif isinstance(node, ast.Attribute):
+            dotted = names.dotted(node)
+        if _is_delegate(dotted):
+            yield node.lineno, dotted
+
+
+def _given_delegates(
+    released: nbformat.NotebookNode | None, names: _Names, transformer: TransformerManager
+) -> dict[str | None, set[str]]:
+    """The delegates (rule 16) the released answer cells use themselves, by grade id."""
+    given: dict[str | None, set[str]] = {}
+    for cell in released.cells if released is not None else ():
+        if cell.cell_type == "code" and notebooks.is_solution(cell):
+            tree = _read(transformer, cell.source)
+            found = {name for _, name in _delegates(tree, names)}
+            given.setdefault(notebooks.grade_id(cell), set()).update(found)
+    return given
 
 
 def _read(transformer: TransformerManager, source: str) -> ast.Module | None:

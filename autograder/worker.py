@@ -16,7 +16,10 @@ By hand::
    nbgrader concluded from the cell's outputs) and into the graded notebook (each test cell
    shows its checks). When a judge cell fails (the course's
    fault), the notebooks are scored 0 and the student is left unfinished (``done`` false),
-   so the next ``make grade`` grades them again.
+   so the next ``make grade`` grades them again. A notebook whose tests met a ``NameError``
+   while grading left cells out is graded once more with every cell run, and the better
+   grading stands (:func:`needs_second_try`: a name only a skipped cell binds, read where
+   the scan of names cannot see it, costs the student nothing).
 3. Zeroes in the gradebook the assignment notebooks that were not graded (missing or failed:
    nbgrader would leave them looking like "needs manual grading"). No nbgrader feedback: its
    pages show every test cell's source; ``feedback.py`` writes the feedback pages
@@ -29,7 +32,8 @@ what it finished)::
      "notebooks": {name: {"graded": bool, "error": str, "timeouts": [grade ids or cell
                    numbers], "seconds": float, "verdicts": {grade id: verdict},
                    "skipped": [cell indices not run], "first_error": {"cell", "words"} or
-                   None, "session": the tests' request counts}}}
+                   None, "session": the tests' request counts, "rerun": graded again with
+                   every cell run, and that grading stands (absent: not graded again)}}}
 
 Everything student code can reach runs in the kernels nbgrader starts; this process only
 talks to them, and ``--sandbox LIMITS`` (JSON, see ``limits.py``) starts every kernel in the
@@ -146,7 +150,6 @@ def grade_student(
 
 
 def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) -> dict:
-    from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
 
     coursedir = CourseDirectory(config=cfg)
@@ -168,32 +171,16 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     verdict_dir = Path(tempfile.mkdtemp(prefix="a3-verdicts-"))
     for name in staged:
         start = time.perf_counter()
-        entry = {"graded": False, "error": "", "timeouts": [], "seconds": 0.0, "verdicts": {}}
-        result["notebooks"][name] = entry
+        result["notebooks"][name] = {"graded": False, "error": "", "timeouts": [],
+                                     "seconds": 0.0, "verdicts": {}}  # fmt: skip
         save()
         coursedir.notebook_id = name
-        verdict_file = verdict_dir / f"{name}.json"
         cfg.GradeExecute.spec_file = str(judge.spec_path(root / "judges" / assignment, name))
-        cfg.GradeExecute.verdict_file = str(verdict_file)
-        try:
-            Autograde(coursedir=coursedir, parent=None, config=cfg).start()
-            graded = root / "autograded" / student / assignment / f"{name}.ipynb"
-            if not graded.exists():
-                raise RuntimeError("nbgrader could not grade this notebook (see the log)")
-            judged = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
-            entry["skipped"] = [i for i in judged.get("skipped", []) if isinstance(i, int)]
-            entry.update(inspect(graded, entry["skipped"]), graded=True)
-            if "verdicts" in judged:
-                entry["verdicts"], entry["session"] = judged["verdicts"], judged["session"]
-            else:
-                result["judge_error"] = judged.get("judge_error", "the tests did not run")
-        except Exception as err:
-            entry["error"] = _cause(err, errors.messages)[:500]
-            traceback.print_exc()
-            result["gradebook_fault"] = result.get("gradebook_fault") or gradebook_fault(err)
-        finally:
-            errors.messages.clear()
+        cfg.GradeExecute.verdict_file = str(verdict_dir / f"{name}.json")
+        graded = root / "autograded" / student / assignment / f"{name}.ipynb"
+        entry = _grade_notebook(cfg, coursedir, graded, errors, result, verdict_dir)
         entry["seconds"] = round(time.perf_counter() - start, 2)
+        result["notebooks"][name] = entry
         save()
     shutil.rmtree(verdict_dir, ignore_errors=True)
     if result.get("gradebook_fault"):  # not the student's fault: not done, graded again
@@ -222,6 +209,92 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
     result["done"] = True
     save()
     return result
+
+
+def _grade_notebook(
+    cfg, coursedir, graded: Path, errors: _Errors, result: dict, scratch: Path
+) -> dict:
+    """Grade ``coursedir.notebook_id`` (:func:`_autograde`) with the cells the tests do not
+    need left out; when :func:`needs_second_try`, once more with every cell run. The better
+    grading stands (the first on a tie; the second: ``rerun`` true, the report notes
+    :data:`RERUN_NOTE`), with its graded notebook (``graded``; the first is kept in
+    ``scratch`` meanwhile)."""
+
+    def once(run_skipped: bool) -> dict:
+        cfg.GradeExecute.run_skipped = run_skipped
+        return _autograde(cfg, coursedir, graded, errors, result)
+
+    entry = once(False)
+    if not needs_second_try(entry) or result.get("gradebook_fault"):
+        return entry
+    first = scratch / f"{graded.stem}.first.ipynb"
+    shutil.copyfile(graded, first)
+    second = once(True)
+    if second["graded"] and total(second) > total(entry):
+        return {**second, "rerun": True}
+    if second["graded"]:  # no better: the first grading stands, and its graded notebook
+        shutil.copyfile(first, graded)
+        return {**entry, "rerun": False}
+    if result.get("gradebook_fault"):
+        return second
+    return {**once(False), "rerun": False}  # the second failed: graded as the first time
+
+
+def _autograde(cfg, coursedir, graded: Path, errors: _Errors, result: dict) -> dict:
+    """nbgrader's autograde of ``coursedir.notebook_id`` (the tests run on its live kernel:
+    ``gradeexec.GradeExecute``); returns its entry of :func:`_grade`'s result (``graded``: the
+    autograded notebook it writes). A judge or gradebook fault goes into ``result``."""
+    from nbgrader.converters import Autograde
+
+    entry: dict = {"graded": False, "error": "", "timeouts": [], "verdicts": {}}
+    verdict_file = Path(cfg.GradeExecute.verdict_file)
+    verdict_file.unlink(missing_ok=True)
+    try:
+        Autograde(coursedir=coursedir, parent=None, config=cfg).start()
+        if not graded.exists():
+            raise RuntimeError("nbgrader could not grade this notebook (see the log)")
+        judged = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
+        entry["skipped"] = [i for i in judged.get("skipped", []) if isinstance(i, int)]
+        entry.update(inspect(graded, entry["skipped"]), graded=True)
+        if "verdicts" in judged:
+            entry["verdicts"], entry["session"] = judged["verdicts"], judged["session"]
+        else:
+            result["judge_error"] = judged.get("judge_error", "the tests did not run")
+    except Exception as err:
+        entry["error"] = _cause(err, errors.messages)[:500]
+        traceback.print_exc()
+        result["gradebook_fault"] = result.get("gradebook_fault") or gradebook_fault(err)
+    finally:
+        errors.messages.clear()
+    return entry
+
+
+def needs_second_try(entry: dict) -> bool:
+    """Whether a graded notebook is graded again with every cell run (``run_skipped``): a
+    request of its tests raised ``NameError`` (the kernel's reply names the exception's type
+    only, never the name: its words are not trusted) while grading left cells out. Such a
+    name may be one that only a skipped cell binds, read where the scan of names
+    (``judge.Spec.skipped_cells``) does not see it (a magic's code, ``%%time``): on the
+    student's machine it was bound, so grading runs what the student ran instead of scoring
+    0. It costs that student's own grading time, within their limits, nobody else's."""
+    from course_lib.judging import raised_words
+
+    if not (entry.get("graded") and entry.get("skipped")):
+        return False
+    words = raised_words("NameError")
+    return any(
+        not check.get("passed") and words in str(check.get("message", ""))
+        for verdict in entry.get("verdicts", {}).values()
+        for check in verdict.get("checks", [])
+    )
+
+
+def total(entry: dict) -> float:
+    """The points of a notebook's verdicts."""
+    return sum(float(v.get("score", 0)) for v in entry.get("verdicts", {}).values())
+
+
+RERUN_NOTE = "graded again with the cells grading leaves out run: a test's request raised NameError"
 
 
 def record_student(

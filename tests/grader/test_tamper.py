@@ -353,7 +353,19 @@ NOTED = [
     ("%%capture out\nimport ctypes", "ctypes", 2),
     # code the scan cannot read
     ("x = " + "+".join(["1"] * 5000), "unread", 1),
-]
+    # delegation (issue 37, item 9): torch's own version of what the answer asks for
+    ("class MyGRUCell(nn.Module):\n    def forward(self, x, h):\n"
+     "        return nn.GRUCell(3, 4)(x, h)", "delegation", 3),
+    ("def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)",
+     "delegation", 2),
+    ("import torch.nn.functional as G\nout = G.multi_head_attention_forward", "delegation", 2),
+    ("from torch.nn import MultiheadAttention as MHA\nlayer = MHA(8, 2)", "delegation", 2),
+    ("from torch.func import functional_call\nout = functional_call", "delegation", 2),
+    ("y = torch.nn.utils.stateless.functional_call(m, {}, (x,))", "delegation", 1),
+    ("layer = nn.TransformerEncoderLayer(8, 2)", "delegation", 1),
+    ("rnn = getattr(nn, 'GRU')(3, 4)", "delegation", 1),
+    ("h = torch.gru_cell(x, h, *weights)", "delegation", 1),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("answer", list(HABITS.values()), ids=list(HABITS))
@@ -373,6 +385,33 @@ def test_code_that_reaches_the_machinery_is_noted(answer, rule, line):
     for f in findings:
         assert f.cell == 2 and f.rule in tamper.RULES
         assert f.note == f"cell 3 line {f.line}: {tamper.RULES[f.rule]}"  # fixed text
+
+
+DELEGATING_GRU = GRU_CELL.replace(
+    "        return (1 - z) * g + z * h_prev\n",
+    "        cell = nn.GRUCell(self.Wir.in_features, self.Wir.out_features)\n"
+    "        return torch.func.functional_call(cell, {}, (x, h_prev))\n",
+)
+
+
+def test_delegation_is_noted_in_answer_cells_only():
+    """Only in what the student wrote as an answer: not in the course's cells, not in a cell of
+    the student's own (checking their cell against torch's, as the visible test does), not in
+    an answer cell's given part (the release's own ``nn.GRUCell`` of part 2's decoder)."""
+    nb = make_nb(DELEGATING_GRU)
+    assert [(f.cell, f.rule) for f in tamper.scan(nb)] == [(2, "delegation"), (2, "delegation")]
+    own_check = "ref = nn.GRUCell(5, 7)\nassert ref(torch.ones(1, 5)).shape == (1, 7)"
+    nb = make_nb(GRU_CELL, setup=SETUP + "GIVEN = nn.MultiheadAttention(8, 2)\n")
+    nb.cells.insert(3, new_code_cell(own_check))
+    assert tamper.scan(nb) == []
+    decoder = "class Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    given = decoder + "        self.rnn = nn.GRUCell(4, 4)\n"
+    released = make_nb(given + "    # YOUR CODE HERE\n")
+    answer = given + "\n    def forward(self, x, h):\n        return self.rnn(x, h)\n"
+    assert tamper.scan(make_nb(answer), released) == []
+    assert [f.rule for f in tamper.scan(make_nb(answer))] == ["delegation"]  # no release given
+    sdpa = answer.replace("self.rnn(x, h)", "F.scaled_dot_product_attention(x, h, h)")
+    assert [(f.line, f.rule) for f in tamper.scan(make_nb(sdpa), released)] == [(7, "delegation")]
 
 
 def test_what_the_judge_makes_harmless_is_not_noted():
@@ -584,11 +623,31 @@ def test_nothing_is_imported():
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 
 
+def _as_released(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with each solution region replaced as nbgrader's release does."""
+    from autograder.notebooks import BEGIN_SOLUTION, END_SOLUTION
+
+    released = copy.deepcopy(nb)
+    for cell in released.cells:
+        lines, inside = [], False
+        for line in cell.source.split("\n"):
+            if BEGIN_SOLUTION in line:
+                inside = True
+                lines.append(line[: len(line) - len(line.lstrip())] + "raise NotImplementedError()")
+            elif END_SOLUTION in line:
+                inside = False
+            elif not inside:
+                lines.append(line)
+        cell.source = "\n".join(lines)
+    return released
+
+
 @pytest.mark.parametrize("path", SOLUTIONS, ids=[p.name for p in SOLUTIONS])
 def test_the_course_solutions_have_no_findings(path):
-    # What students get: the solution notebook without its instructor-only (judge) cells.
+    # What students get: the solution notebook without its instructor-only (judge) cells; the
+    # given code of its answer cells (outside the solution regions) is the release's.
     nb = judge.without_instructor_cells(nbformat.read(path, as_version=4))
-    assert tamper.scan(nb) == []
+    assert tamper.scan(nb, _as_released(nb)) == []
 
 
 def test_a_large_notebook_is_scanned_in_linear_time():

@@ -11,8 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from autograder import config, judge, nbgrader_dir, notebooks, processes, worker
-from helpers import ROOT
+from helpers import ROOT, autograder, grades, student_record
 
 
 def judges(tmp_path: Path, **sources: str) -> nbgrader_dir.GradingDir:
@@ -108,3 +110,83 @@ def test_killing_waits_for_the_end_not_for_the_reaping():
     finally:
         processes.kill_all([psutil.Process(parent.pid)])
     assert not psutil.pid_exists(parent.pid)  # this process's own child: reaped
+
+
+# ---------------------------------------------------------------------------------------------
+# Skipped cells and names read at call time (issue 37, item 6), through the real `make grade`.
+
+TRAINING = 'FACTOR = 1  # bound by the "training" cell only\nprint("trained")'
+TIMED = "%%time\nOFFSET = 0  # bound inside a magic: the scan of names does not see it"
+HELPERS = {  # student: (their helper cell, expected autograded points of 1_sums, rerun)
+    "helper-reads-training": ("def scaled(x):\n    return x * FACTOR", 2.0, None),
+    "helper-reads-magic": ("def scaled(x):\n    return x + OFFSET", 2.0, True),
+    "helper-reads-nothing-bound": ("def scaled(x):\n    return x + NOWHERE", 1.0, False),
+}
+
+
+def _with_training_cells(root: Path) -> None:
+    """The tiny course's 1_sums with two cells grading leaves out: a "training" cell and a
+    ``%%time`` one, each binding a name that no other cell of the course reads."""
+    from nbformat.v4 import new_code_cell
+
+    path = root / "solutions" / "a3" / "1_sums.ipynb"
+    nb = notebooks.read(path)
+    at = next(i for i, c in enumerate(nb.cells) if judge.SKIP_TAG in judge.tags(c)) + 1
+    for source in (TRAINING, TIMED):
+        cell = new_code_cell(source)
+        cell.metadata["tags"] = [judge.SKIP_TAG]
+        nb.cells.insert(at, cell)
+        at += 1
+    notebooks.write(nb, path)
+
+
+def _hand_in_helper(released, gdir, student: str, helper: str) -> None:
+    """A correct ``add`` that calls the student's helper, defined in a cell of their own before
+    it, and a correct ``mul``; the rest as released (its skipped cells unchanged)."""
+    import nbformat
+    from nbformat.v4 import new_code_cell
+
+    nb = nbformat.from_dict(released)
+    index = next(i for i, c in enumerate(nb.cells) if notebooks.grade_id(c) == "add")
+    nb.cells[index].source = "def add(a, b):\n    return scaled(a) + scaled(b)"
+    mul = next(c for c in nb.cells if notebooks.grade_id(c) == "mul")
+    mul.source = "def mul(a, b):\n    return a * b"
+    nb.cells.insert(index, new_code_cell(helper))
+    folder = gdir.submitted / student / "a3"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "1_sums.ipynb")
+
+
+@pytest.fixture(scope="module")
+def helper_class(tmp_path_factory):
+    from helpers import course_sources, make_course
+
+    root = make_course(tmp_path_factory.mktemp("skipped-names"))
+    _with_training_cells(root)
+    src, gdir = course_sources(root)
+    for student, (helper, _, _) in HELPERS.items():
+        _hand_in_helper(src.released["1_sums"], gdir, student, helper)
+    autograder(root, "grade", "--jobs", "2")
+    return root, gdir
+
+
+@pytest.mark.parametrize("student", sorted(HELPERS))
+def test_a_helper_reading_a_name_a_skipped_cell_binds_keeps_full_marks(helper_class, student):
+    """A correct answer whose helper, defined in an earlier cell, reads a global that only a
+    skipped cell binds: the scan of names counts reads inside function bodies from any cell,
+    so that cell runs (no second grading); a name bound where the scan cannot see (a
+    ``%%time`` cell) gets the notebook graded again with every cell run, noted for the TA,
+    no flag. A name bound nowhere costs the answer its points, as on the student's machine:
+    the second grading is no better, and the first stands (no note)."""
+    root, gdir = helper_class
+    _, points, rerun = HELPERS[student]
+    row = grades(root)[(student, "1_sums")]
+    assert float(row["autograded"]) == points, row
+    assert row["flags"] == "ok", row  # no flag (the written answer as released: no grading)
+    done = student_record(gdir.root, student)["worker"]["notebooks"]["1_sums"]
+    assert done.get("rerun") is rerun, done
+    assert (worker.RERUN_NOTE in row["notes"]) is bool(rerun), row["notes"]
+    if rerun is None:  # the "training" cell ran the first time; the timed one did not
+        graded = notebooks.read(gdir.autograded / student / "a3" / "1_sums.ipynb")
+        skipped = [graded.cells[i].source for i in done["skipped"]]
+        assert TIMED in skipped and TRAINING not in skipped, skipped

@@ -160,7 +160,9 @@ def test_real_course_student_on_gradescope_equals_make_grade(real_demo, tmp_path
     assert "canary: full marks" not in out and "canary: grading" not in out
     # nothing of an honest student's runs on (ended sandboxes, grading's own helpers: not counted)
     assert "left running" not in out, out[-2000:]
-    assert result["score"] == pytest.approx(sum(float(r["autograded"]) for r in rows.values()))
+    # every autograded point; of the extra credit, what [grade] extra_credit_cap lets count
+    want = sum(float(r["extra_counted"] or r["autograded"]) for r in rows.values())
+    assert result["score"] == pytest.approx(want)
     assert 0 < result["score"]
     by_test = {name_parts(t): t for t in result["tests"]}
     for nb, row in rows.items():

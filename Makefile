@@ -92,9 +92,11 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 # The autograder (autograder/, settings in course.toml). Every target depends on setup.
-#   make release [DRAFT=1]   TAs: check points and lint, then the solutions; write assignments/a3,
+#   make release [DRAFT=1]   TAs: every static check (points, lint, leaks, tests' form) first, then
+#                            run the notebooks changed since the last release; write assignments/a3,
 #                            the release history and the student bundle
-#                            (DRAFT=1: the course.toml repository may be a placeholder)
+#                            (DRAFT=1: the course.toml repository may be a placeholder;
+#                            NOTEBOOK="1_gru ..." runs only those; ALL=1 runs every notebook)
 #   make grade [JOBS=N]      instructors: grade autograder/class/submitted/ (the demo class when empty);
 #                            TIMEOUT=S overrides the seconds per cell; SHARD=i/N grades only
 #                            shard i (0 to N-1) of N, in autograder/out/shards/<i>-of-<N>/;
@@ -120,7 +122,8 @@ SHARDS ?=
 AUTOGRADER := $(PY) -m autograder
 
 release: $(STAMP)
-	$(AUTOGRADER) release $(if $(JOBS),--jobs $(JOBS)) $(if $(DRAFT),--draft)
+	$(AUTOGRADER) release $(if $(JOBS),--jobs $(JOBS)) $(if $(DRAFT),--draft) \
+	  $(if $(NOTEBOOK),--notebook $(NOTEBOOK)) $(if $(ALL),--all)
 
 # The student-facing repository (course_lib, pyproject.toml, the released notebooks), after
 # a release: autograder/out/public/, to push to course.toml's github_repo.

@@ -1,7 +1,7 @@
 """The autograder's command line (the Makefile's release, grade, merge, gradescope, collect,
 formgrade, bench, similarity).
 
-    python -m autograder [--root DIR] release [--jobs N] [--draft]
+    python -m autograder [--root DIR] release [--jobs N] [--draft] [--notebook NAME ...] [--all]
     python -m autograder [--root DIR] public [--out DIR] [--draft]
     python -m autograder [--root DIR] grade [--jobs N] [--cell-timeout S] [--demo] [--regrade]
                                             [--student ID ...] [--shard I/N]
@@ -32,7 +32,13 @@ def _release(course: config.Course, args: argparse.Namespace) -> int:
     from .release import ReleaseError, release
 
     try:
-        release(course, jobs=args.jobs, draft=args.draft)
+        release(
+            course,
+            jobs=args.jobs,
+            draft=args.draft,
+            only=tuple(args.notebook or ()),
+            everything=args.all,
+        )
     except ReleaseError as err:
         print(f"\nRELEASE FAILED\n{err}", file=sys.stderr)
         return 1
@@ -193,6 +199,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=None, help="notebooks run in parallel")
     p.add_argument(
         "--draft", action="store_true", help="allow a placeholder repository (checks only)"
+    )
+    runs = p.add_mutually_exclusive_group()
+    runs.add_argument(
+        "--notebook",
+        nargs="+",
+        metavar="NAME",
+        help="run only these notebooks (e.g. 1_gru); the others must be unchanged to publish",
+    )
+    runs.add_argument(
+        "--all",
+        action="store_true",
+        help="run every notebook, changed since the last release or not",
     )
     p.set_defaults(run=_release)
 

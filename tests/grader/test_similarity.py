@@ -3,7 +3,8 @@
 reordered, new comments) and one who copies half of them rank first; students who wrote other
 correct answers (tests/variant_sets/transformer.py's) stay under the threshold; the stub alone
 matches nothing; a broken notebook is skipped with a message and a renamed one counted; one
-answer handed in by many is listed as identical; hostile code is escaped; a reference folder is
+answer handed in by many is listed as identical; a class that hands in the solution is matched
+to it, apart from the pairs of students; hostile code is escaped; a reference folder is
 matched; no grade file changes and nothing reaches students; the settings are checked."""
 
 from __future__ import annotations
@@ -268,16 +269,43 @@ def test_one_answer_handed_in_by_many_is_listed_as_identical(tmp_path):
     assert "same0, same1, same2, same3, same4" in (course.out_dir / "similarity.html").read_text()
 
 
+def test_a_class_that_hands_in_the_solution_matches_it(tmp_path):
+    """Four students hand in the solution (two with names changed and comments): its code is
+    common, so no pair of them is listed, but each matches the course's solution, named apart
+    from the pairs of students; an independent answer of the student's own does not."""
+    course = make_course(tmp_path)
+    copiers = [f"copy{i}" for i in range(4)]
+    for i, student in enumerate(copiers):
+        hand_in(course, student, _copy(_solution_cells()) if i % 2 else _solution_cells())
+    hand_in(course, "own", _source())
+    lines: list[str] = []
+    report = similarity.run(course, log=lines.append)
+    assert not [p for p in report.pairs if {p.a.owner, p.b.owner} <= set(copiers)]
+    solution = f"solution: solutions/a3/{NB}.ipynb"
+    assert sorted((p.a.owner, p.b.owner) for p in report.matches) == [
+        (s, solution) for s in copiers
+    ]
+    assert all(p.score > 0.95 and p.b.solution for p in report.matches)
+    page = (course.out_dir / "similarity.html").read_text()
+    matches = page.split("<h2>Matches to the solution")[1].split("<h2>")[0]
+    assert all(s in matches for s in copiers) and solution in matches and "<td>own<" not in matches
+    assert "No pair of students scores" in page  # the pairs' section: none
+    assert "4 match(es) to the solution or reference code at or above 0.4" in lines
+
+
 def test_csv_lists_the_pairs_of_the_page(graded_class):
     course, report, _ = graded_class
     with open(course.out_dir / "similarity.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert tuple(rows[0]) == similarity.CSV_COLUMNS
-    assert [(r["student_a"], r["student_b"]) for r in rows] == [
-        (p.a.owner, p.b.owner) for p in report.pairs
-    ]
-    scores = [float(r["score"]) for r in rows]
-    assert scores == sorted(scores, reverse=True)
+    for kind, listed in (("students", report.pairs), ("solution", report.matches)):
+        mine = [r for r in rows if r["kind"] == kind]
+        assert [(r["student_a"], r["student_b"]) for r in mine] == [
+            (p.a.owner, p.b.owner) for p in listed
+        ]
+        scores = [float(r["score"]) for r in mine]
+        assert scores == sorted(scores, reverse=True)
+    assert len(rows) == len(report.pairs) + len(report.matches)
     page = (course.out_dir / "similarity.html").read_text()
     assert "A lead for a human, not a verdict" in page and "changes no grade" in page
     assert page.count('<section class="pair"') == len(rows)
@@ -318,16 +346,18 @@ def test_reference_folder(tmp_path):
     lines: list[str] = []
     assert main(["--root", str(tmp_path), "similarity", "--reference", str(refs)]) == 0
     with open(course.out_dir / "similarity.csv", newline="") as fh:
-        rows = [(r["student_a"], r["student_b"]) for r in csv.DictReader(fh)]
+        found = list(csv.DictReader(fh))
+    rows = [(r["student_a"], r["student_b"]) for r in found if r["kind"] == "reference"]
     assert set(rows) == {
         ("lone", "reference: 2025/a3/3_transformer.ipynb"),
         ("lone", "reference: online/attention.py"),
     }
+    assert not [r for r in found if r["kind"] == "students"]
     toml = (tmp_path / "course.toml").read_text().replace('reference = ""', 'reference = "refs"')
     (tmp_path / "course.toml").write_text(toml)
     report = similarity.find(config.load(tmp_path), log=lines.append)
-    assert {(p.a.owner, p.b.owner) for p in report.pairs} == set(rows)
-    assert report.stats[NB].references == 2
+    assert {(p.a.owner, p.b.owner) for p in report.matches if not p.b.solution} == set(rows)
+    assert report.stats[NB].references == 3  # the two files and the course's solution
     (course.out_dir / "similarity.csv").unlink()
     assert main(["--root", str(tmp_path), "similarity", "--reference", "no-such-folder"]) == 2
     assert not (course.out_dir / "similarity.csv").exists()

@@ -20,6 +20,11 @@ This module
   ``remote.KernelSession``), in ``gradeexec.GradeExecute`` when grading and ``execute.py``
   for the release checks and variants, within :data:`JUDGE_SECONDS`.
 
+Given code is never looked up in the student's namespace: a spec holds the definitions of the
+notebook's given code cells as released (:func:`given_definitions`) and the names its answer
+cells define (:func:`answer_names`); a check's ``course`` (``course_lib.judging.Course``) is
+that code built afresh in the kernel, around the student's answers alone.
+
 Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
 other instructor-only cell (a reference answer or result): both are removed from what
 nbgrader, the release and students ever see. ``skip_in_grading`` marks given code the tests
@@ -104,6 +109,8 @@ class Spec:
     skip: tuple[str, ...] = ()  # the code of the cells tagged skip_in_grading (normalised)
     # every graded cell (tests and written answers) with its points: what the notebook is worth
     graded: tuple[notebooks.GradedCell, ...] = ()
+    course: str = ""  # the definitions of its given code cells (a check's ``course``)
+    answers: tuple[str, ...] = ()  # the names its answer cells define
 
     @property
     def autograded_max(self) -> float:
@@ -131,7 +138,15 @@ class Spec:
                 "grader: run make grade once (it writes every spec again)"
             )
         graded = tuple(notebooks.GradedCell(**g) for g in data["graded"])
-        return cls(data["name"], tests, judges, tuple(data.get("skip", ())), graded)
+        return cls(
+            data["name"],
+            tests,
+            judges,
+            tuple(data.get("skip", ())),
+            graded,
+            str(data.get("course", "")),
+            tuple(data.get("answers", ())),
+        )
 
     def skips(self, cell: NotebookNode) -> bool:
         """Whether ``cell`` may be left out of a grading run: a code cell whose code is, but
@@ -277,15 +292,85 @@ def graded_source(cell: NotebookNode) -> str:
     return "\n".join(docstring_lines(cell.source)).strip("\n") + "\n"
 
 
+def is_given_code(cell: NotebookNode) -> bool:
+    """A code cell of the course's own (not an answer, a test, a judge or instructor-only cell,
+    nor one that grading leaves out)."""
+    return (
+        cell.cell_type == "code"
+        and not is_instructor_only(cell)
+        and SKIP_TAG not in tags(cell)
+        and not notebooks.is_solution(cell)
+        and not notebooks.is_grade(cell)
+    )
+
+
+def _static(node: ast.AST) -> bool:
+    """Whether an expression only reads names and constants (no call, index or lambda)."""
+    allowed = (ast.Constant, ast.Name, ast.Attribute, ast.Tuple, ast.List, ast.Set, ast.Dict,
+               ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.expr_context)  # fmt: skip
+    return all(isinstance(n, allowed) for n in ast.walk(node))
+
+
+def given_definitions(source: str, known: set[str] | None = None) -> str:
+    """The definitions of a given cell, what a check's ``course`` is built from: its imports,
+    functions and classes, and assignments of constants made of them (``V =
+    vocab.VOCAB_SIZE``; ``known``: the names earlier given cells define, updated); nothing that
+    runs anything (data loading, training, seeding, Colab installs, prints)."""
+    known = set() if known is None else known
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except Exception:  # noqa: BLE001 - not Python: nothing of it is given code to build
+        return ""
+    kept, bound = [], set(dir(builtins)) | set(known)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
+            kept.append(node)
+            bound |= names_of(ast.unparse(node))[0]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            reads = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            if all(isinstance(t, ast.Name) for t in targets) and _static(node.value):
+                if reads <= bound:  # a constant of what is given (not of data loaded above)
+                    kept.append(node)
+                    bound |= {t.id for t in targets}
+    known.update(bound - set(dir(builtins)))
+    return "".join(ast.unparse(node) + "\n" for node in kept)
+
+
+def answer_names(source: str) -> list[str]:
+    """The names an answer cell defines at its top level (classes, functions, assignments)."""
+    try:
+        tree = ast.parse(notebooks.without_markers(source))
+    except SyntaxError:
+        return []
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [t.id for t in targets if isinstance(t, ast.Name)]
+    return found
+
+
 def spec_of(nb: NotebookNode, name: str) -> Spec:
     """The spec of the solution notebook ``nb`` (named ``name``)."""
     tests: dict[str, Test] = {}
     judges: list[JudgeCell] = []
     skip: list[str] = []
+    given: list[str] = []
+    defined: set[str] = set()  # the names the given definitions so far bind
+    answers: list[str] = []
     current: str | None = None
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code" and SKIP_TAG in tags(cell) and normalised(cell.source):
             skip.append(normalised(cell.source))
+        if is_given_code(cell):
+            given.append(given_definitions(cell.source, defined))
+        elif cell.cell_type == "code" and notebooks.is_solution(cell):
+            answers += answer_names(cell.source)
         if notebooks.is_test(cell):
             current = notebooks.grade_id(cell)
             tests[current] = Test(current, notebooks.points(cell), graded_source(cell))
@@ -296,7 +381,10 @@ def spec_of(nb: NotebookNode, name: str) -> Spec:
         for c in nb.cells
         if notebooks.is_grade(c) and notebooks.grade_id(c)
     )
-    return Spec(name, tests, tuple(judges), tuple(dict.fromkeys(skip)), graded)
+    course = "".join(given)
+    answers_found = tuple(dict.fromkeys(answers))
+    skip_found = tuple(dict.fromkeys(skip))
+    return Spec(name, tests, tuple(judges), skip_found, graded, course, answers_found)
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -353,9 +441,10 @@ def judge_notebook(
     checks = collect_checks(spec) if checks is None else checks
     own_words = "\n".join(j.source for j in spec.judges)
     errors = _cell_errors(nb)
+    course = judging.Course(student, spec.course, spec.answers) if student is not None else None
     verdicts = {}
     for gid, test in spec.tests.items():
-        results = judging.evaluate(checks.get(gid, []), student, salt, own_words)
+        results = judging.evaluate(checks.get(gid, []), student, salt, own_words, course)
         verdicts[gid] = TestVerdict(gid, test.points, [asdict(r) for r in results], errors.get(gid))
     return verdicts
 

@@ -20,6 +20,12 @@ what it asks for:
   handle. Inputs are made here (``rng``) and sent; the kernel only answers;
 - ``rng``: an :class:`Inputs`, random inputs and weights drawn in the grader, the same for
   the same check in every run (so verdicts are reproducible) and never known to the kernel;
+- ``course``: the notebook's given code as a :class:`Course`: ``course.GRUEncoder``,
+  ``course.train.Seq2Seq``, ``course.with_stand_ins`` are the course's own, built afresh in the
+  student's kernel from the released source, never looked up in the student's namespace
+  (where the student may have rebound them). Only what the student writes comes from
+  ``student``: a composite is ``course.train.Seq2Seq(course.GRUEncoder(V, 7,
+  cell=student.MyGRUCell), ...)``, so a check of it measures the student's piece alone;
 
 A check passes when it returns and fails with the message of the exception it raises (the
 helpers of :mod:`course_lib.checks` raise ``AssertionError`` saying what was expected). A
@@ -131,11 +137,13 @@ def evaluate(
     student: Student | None = None,
     salt: str = "",
     own_words: str = "",
+    course: Any = None,
 ) -> list[Result]:
-    """Run each check, giving it what it asks for by name (``student``, ``rng``); a check that
-    raises fails with the exception's message. ``salt`` varies the grader's inputs
+    """Run each check, giving it what it asks for by name (``student``, ``course``, ``rng``); a
+    check that raises fails with the exception's message. ``salt`` varies the grader's inputs
     (:class:`Inputs`); ``own_words``: the judge cells' source, whose strings a message may quote
-    (any other string of a reply may not: see :meth:`Student.quotes`)."""
+    (any other string of a reply may not: see :meth:`Student.quotes`); ``course``: the given
+    code (a :class:`Course`, built in the kernel when a check first asks)."""
     results = []
     for item in checks:
         wants = _parameters(item.fn)
@@ -145,10 +153,13 @@ def evaluate(
         if student is not None:
             student.seen.clear()
         try:
-            if "student" in wants:
-                if student is None:
+            if "student" in wants or "course" in wants:
+                if student is None or ("course" in wants and course is None):
                     raise StudentError("not graded: there was no kernel to ask")
-                kwargs["student"] = student
+                if "student" in wants:
+                    kwargs["student"] = student
+                if "course" in wants:
+                    kwargs["course"] = course
             item.fn(**kwargs)
         except StudentError as err:
             results.append(Result(item.description, item.points, False, str(err)))
@@ -186,7 +197,8 @@ def _run_inline(description: str, points: float, fn: CheckFn) -> None:
     from . import remote
 
     student = Student(remote.LocalTransport(shell.user_ns))
-    (result,) = evaluate([Check("", description, points, fn)], student)
+    # a TA's own notebook: its given code is the course's, so ``course`` is the notebook too
+    (result,) = evaluate([Check("", description, points, fn)], student, course=student)
     mark = "PASS" if result.passed else "FAIL"
     print(
         f"(judge) {mark} {result.score:g}/{points:g} {description}"
@@ -300,6 +312,35 @@ class Student:
         return any(
             len(text) >= 3 and text in message and text not in own_words for text in self.seen
         )
+
+
+class Course:
+    """The notebook's given code, held in the student's kernel but never looked up in the
+    student's namespace: ``course.Name`` is what the course's given cells define (their
+    definitions as released, from the judge spec) or import from course_lib. On first use, one
+    request has the kernel build it afresh (``course_lib.remote.course``): the given source run
+    in a new namespace holding only the student's answers (``answers``: the names the answer
+    cells define, so given code that calls an answer calls the student's), course_lib imported
+    again from its files. A rebinding of a given name in the notebook (``GRUEncoder = ...``,
+    ``train.Seq2Seq = ...``) changes nothing here."""
+
+    def __init__(self, student: Student, source: str, answers: tuple[str, ...] | list[str]):
+        self._student, self._source, self._answers = student, source, list(answers)
+        self._ref: int | None = None
+
+    def __getattr__(self, name: str) -> Handle:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._ref is None:
+            request = {"op": "course", "source": self._source, "answers": self._answers}
+            built = self._student._ask(request)
+            if not isinstance(built, Handle):
+                raise StudentError(FAILED_WORDS["unreadable"])
+            self._ref = built._ref
+        return Handle(self._student, self._ref, (name,))
+
+    def __repr__(self) -> str:
+        return "<the course's given code, in the student's kernel>"
 
 
 class Handle:

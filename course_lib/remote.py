@@ -35,6 +35,7 @@ Requests (``op``):
 ``params`` ``{"target"}``                ``[[name, shape, requires_grad], ...]`` of a module
 ``load`` ``{"target", "params"}``        copy tensors into a module's parameters, by name
 ``state`` ``{"target"}``                 ``{name: tensor}`` of a module's parameters
+``course`` ``{"source", "answers"}``     the course's given code, built afresh (:func:`course`)
 ``free`` ``{"refs"}``                    forget handles (``reset``: all of them)
 ``stop``                                 end :func:`serve` (its reply: None)
 
@@ -45,12 +46,19 @@ grader would see.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import hmac
 import json
+import os
+import sys
+import types
 from typing import Any
 
 from . import wire
 
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # this course_lib's own files
+FRESH = "__a3_course_lib__"  # the name of the fresh copy of course_lib that :func:`course` builds
 ENDPOINT = "a3remote"  # an ipc kernel's request socket: <its ip>-a3remote, beside its others
 MAX_HANDLES = 10_000  # objects kept for the grader at once (a request that makes more fails)
 
@@ -187,20 +195,90 @@ def _dispatch(request: dict, namespace: dict) -> Any:
     if op == "reset":
         _handles.clear()
         return wire.encode(None)
+    if op == "course":
+        return _out(course(request["source"], request["answers"], namespace))
     target = _resolve(_handles[request["target"]], request.get("path", []))
     if op == "attr":
         return _out(target)
     if op == "call":
         return _call(target, request)
     if op == "params":
-        found = [[n, list(p.shape), bool(p.requires_grad)] for n, p in target.named_parameters()]
+        found = [[n, list(p.shape), _trains(p)] for n, p in _named_parameters(target)]
         return wire.encode(found)
     if op == "state":
-        return {"dict": {n: wire.encode(p) for n, p in target.named_parameters()}}
+        return {"dict": {n: wire.encode(p) for n, p in _named_parameters(target)}}
     if op == "load":
         _load(target, request["params"])
         return wire.encode(None)
     raise ValueError(op)
+
+
+def course(source: str, answers: list[str], namespace: dict) -> types.SimpleNamespace:
+    """The course's given code of a notebook, built afresh in this kernel: ``source`` (the
+    released given cells' definitions, which the grader sends from the judge spec) run in a new
+    namespace that holds only the student's ``answers`` (the names their answer cells define,
+    read from ``namespace``), with every ``course_lib`` import served by a fresh copy of
+    course_lib (:func:`_fresh_course_lib`). So ``course.GRUEncoder`` is the course's encoder
+    even when the student's notebook rebound ``GRUEncoder``, changed ``train.Seq2Seq`` or
+    replaced ``sys.modules["course_lib.models"]``, while given code that calls an answer (a
+    given encoder holding the student's cell) calls the student's.
+
+    Honestly: this runs in the student's kernel, whose code could have rewritten the
+    interpreter itself (torch, importlib, this module); the sandbox keeps students in, it does
+    not make their kernel honest. What it buys is that no ordinary rebinding of a given name
+    changes a verdict."""
+    given: dict[str, Any] = {"__name__": "__a3_course__", "__builtins__": builtins}
+    for name in answers:
+        if isinstance(name, str) and name in namespace:
+            given[name] = namespace[name]
+    tree = _CourseImports(_fresh_course_lib()).visit(ast.parse(source))
+    exec(compile(tree, "<the course's given code>", "exec"), given)  # noqa: S102 (course code)
+    return types.SimpleNamespace(**{k: v for k, v in given.items() if not k.startswith("__")})
+
+
+def _fresh_course_lib() -> str:
+    """Import this course_lib's files again as a new package (:data:`FRESH`), dropping any
+    earlier copy: its modules are the files' code, not the module objects the student's code
+    could have changed. course_lib's modules import each other relatively, so they come from
+    the copy too. Returns the copy's name."""
+    import importlib.util
+
+    for name in [n for n in sys.modules if n == FRESH or n.startswith(FRESH + ".")]:
+        del sys.modules[name]
+    spec = importlib.util.spec_from_file_location(
+        FRESH, os.path.join(PACKAGE_DIR, "__init__.py"), submodule_search_locations=[PACKAGE_DIR]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[FRESH] = module
+    spec.loader.exec_module(module)
+    return FRESH
+
+
+class _CourseImports(ast.NodeTransformer):
+    """``import course_lib.x`` and ``from course_lib... import`` read from the fresh copy."""
+
+    def __init__(self, fresh: str):
+        self.fresh = fresh
+
+    def _renamed(self, name: str) -> str:
+        if name == "course_lib" or name.startswith("course_lib."):
+            return self.fresh + name[len("course_lib") :]
+        return name
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.ImportFrom:
+        if node.level == 0 and node.module:
+            node.module = self._renamed(node.module)
+        return node
+
+    def visit_Import(self, node: ast.Import) -> list[ast.stmt]:
+        statements: list[ast.stmt] = [node]
+        for alias in node.names:
+            renamed = self._renamed(alias.name)
+            if renamed != alias.name and alias.asname is None:  # binds course_lib: the copy
+                top = ast.Name(self.fresh, ast.Load())
+                statements.append(ast.Assign([ast.Name("course_lib", ast.Store())], top))
+            alias.name = renamed
+        return [ast.fix_missing_locations(s) for s in statements]
 
 
 def _resolve(obj: Any, path: list[str]) -> Any:
@@ -230,7 +308,7 @@ def _call(fn: Any, request: dict) -> Any:
         tensor.requires_grad_(True)
         wrt.append(tensor)
     module = _handles[grad["params_of"]] if grad.get("params_of") is not None else None
-    named = list(module.named_parameters()) if module is not None else []
+    named = _named_parameters(module) if module is not None else []
     value = fn(*args, **kwargs)
     selected = value
     for index in grad.get("output", []):
@@ -238,7 +316,7 @@ def _call(fn: Any, request: dict) -> Any:
     cotangent = wire.decode(grad["cotangent"])
     if not isinstance(selected, torch.Tensor) or tuple(selected.shape) != tuple(cotangent.shape):
         raise ValueError("output")
-    inputs = wrt + [p for _, p in named if p.requires_grad]
+    inputs = wrt + [p for _, p in named if _trains(p)]
     total = (selected * cotangent.to(selected.dtype)).sum()
     if inputs and total.requires_grad:
         found = torch.autograd.grad(total, inputs, allow_unused=True)
@@ -248,15 +326,33 @@ def _call(fn: Any, request: dict) -> Any:
     trainable = iter(found[len(wrt) :])
     param_grads = {}
     for name, p in named:
-        param_grads[name] = wire.encode(next(trainable) if p.requires_grad else None)
+        param_grads[name] = wire.encode(next(trainable) if _trains(p) else None)
     reply = {"value": _out(value), "grads": {"list": grads}, "param_grads": {"dict": param_grads}}
     return {"dict": reply}
+
+
+def _named_parameters(module: Any) -> list[tuple[str, Any]]:
+    """``(name, parameter)`` of a module as torch itself lists them (``nn.Module``'s own
+    method, not one the student's class may define in its place)."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError("not a module")
+    return list(torch.nn.Module.named_parameters(module))
+
+
+def _trains(tensor: Any) -> bool:
+    """Whether autograd differentiates ``tensor`` (torch's own flag, read past any property a
+    tensor subclass defines in its place)."""
+    import torch
+
+    return bool(torch._C.TensorBase.requires_grad.__get__(tensor))
 
 
 def _load(module: Any, params: dict) -> None:
     import torch
 
-    own = dict(module.named_parameters())
+    own = dict(_named_parameters(module))
     with torch.no_grad():
         for name, data in params.items():
             value = wire.decode(data)

@@ -261,3 +261,110 @@ def test_annotate_shows_the_verdict(tmp_path):
     (cell,) = nbformat.read(path, as_version=4).cells
     text = cell.outputs[-1].text
     assert "Autograder: 0.25 / 1 points" in text and "LOST" in text and "not doubled" in text
+
+
+# --- given code comes from the course, never from the student's namespace ------------------
+
+GIVEN = '''import sys
+import torch
+from course_lib import train, vocab
+from course_lib.models import GRUEncoder, RNNDecoder
+
+V = vocab.VOCAB_SIZE
+pairs = load_pairs()  # data: not a definition
+if "google.colab" in sys.modules:
+    from course_lib.bert import BUNDLED_MODEL_REQUIREMENT
+
+
+def doubled_answer(x):
+    """Given code that calls the student's answer."""
+    return 2 * my_answer(x)
+'''
+
+
+def _solution_with_given() -> nbformat.NotebookNode:
+    meta = {"grade": False, "grade_id": "answer", "locked": False, "solution": True,
+            "schema_version": 3}  # fmt: skip
+    answer = new_code_cell("def my_answer(x):\n    ### BEGIN SOLUTION\n    return x + 1\n"
+                           "    ### END SOLUTION\n", metadata={"nbgrader": meta})  # fmt: skip
+    return new_notebook(cells=[new_code_cell(GIVEN), answer, *SOLUTION.cells])
+
+
+def test_the_spec_holds_the_given_definitions_and_the_answers_names():
+    spec = judge.spec_of(_solution_with_given(), "nb")
+    assert spec.answers == ("my_answer",)
+    assert "def doubled_answer" in spec.course
+    assert "V = vocab.VOCAB_SIZE" in spec.course and "from course_lib.models import" in spec.course
+    assert "load_pairs" not in spec.course and "colab" not in spec.course  # nothing that runs
+    assert judge.Spec.from_json(spec.to_json()) == spec
+
+
+def test_given_names_rebound_by_the_student_change_nothing(monkeypatch):
+    """The student rebinds every given name (in their namespace, in course_lib's modules, in
+    sys.modules); ``course`` is still the course's code, calling the student's answer."""
+    import sys
+    import types
+
+    from course_lib import models, train
+
+    class Cheat(torch.nn.Module):
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("a lookalike")
+
+    monkeypatch.setattr(train, "Seq2Seq", Cheat)
+    monkeypatch.setattr(models, "GRUEncoder", Cheat)
+    monkeypatch.setitem(sys.modules, "course_lib.models", types.SimpleNamespace(GRUEncoder=Cheat))
+    namespace = {"my_answer": lambda x: x + 1, "GRUEncoder": Cheat, "doubled_answer": None,
+                 "train": types.SimpleNamespace(Seq2Seq=Cheat)}  # fmt: skip
+    spec = judge.spec_of(_solution_with_given(), "nb")
+    student = judging.Student(remote.LocalTransport(namespace))
+    course = judging.Course(student, spec.course, spec.answers)
+    model = course.train.Seq2Seq(course.GRUEncoder(29, 4), course.RNNDecoder(29, 4))
+    logits, _ = model(torch.tensor([[3, 4, 1]]), torch.tensor([[0, 5]]))
+    assert logits.shape == (1, 2, 29)
+    assert course.V.get() == 29 and course.doubled_answer(3) == 8  # 2 * the student's answer
+    with pytest.raises(judging.StudentError, match="RuntimeError"):
+        student.GRUEncoder(29, 4)  # what the student's names hold: the lookalike
+
+
+def test_a_check_asks_for_the_course_by_name():
+    namespace = {"my_answer": lambda x: x + 1}
+    spec = judge.spec_of(_solution_with_given(), "nb")
+    student = judging.Student(remote.LocalTransport(namespace))
+    course = judging.Course(student, spec.course, spec.answers)
+
+    @judging.check("given code around the answer", points=1.0)
+    def _(student, course):
+        assert course.doubled_answer(1) == 4
+
+    found = judging.evaluate([judging.Check("t", "given", 1.0, _)], student, course=course)
+    assert found[0].passed
+    (without,) = judging.evaluate([judging.Check("t", "given", 1.0, _)], None)
+    assert not without.passed and "not graded" in without.message
+
+
+def test_structure_and_freezing_are_read_past_what_a_class_says_of_itself():
+    """A module that hides parameters by overriding named_parameters, and a parameter whose
+    requires_grad property says it is frozen, are listed and differentiated as torch sees them."""
+
+    class Lying(torch.nn.Parameter):
+        @property
+        def requires_grad(self):
+            return False  # says frozen; autograd trains it
+
+    class Hiding(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = Lying(torch.ones(3))
+
+        def named_parameters(self, *args, **kwargs):
+            return iter(())
+
+        def forward(self, x):
+            return x * self.w
+
+    student = local(Hiding=Hiding)
+    model = student.Hiding()
+    assert model.params() == {"w": ((3,), True)}
+    found = model.grad(torch.ones(3), cotangent=torch.ones(3), params_of=model)
+    assert torch.equal(found.params["w"], torch.ones(3))

@@ -84,9 +84,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Fixes what ruff can fix, then formats, even when ruff check reports an error it cannot fix;
+# fails after formatting when it did (or when formatting failed).
 format: $(STAMP)
-	$(BIN)/ruff check --fix .
-	$(BIN)/ruff format .
+	@status=0; $(BIN)/ruff check --fix . || status=$$?; \
+	  $(BIN)/ruff format . && exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

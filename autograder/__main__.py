@@ -190,7 +190,8 @@ def _similarity(course: config.Course, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m autograder", description=__doc__.split("\n")[0]
+        prog="python -m autograder",
+        description=__doc__.split("\n\n")[0],  # its first paragraph
     )
     parser.add_argument("--root", type=Path, default=None, help="course repository (course.toml)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -279,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--demo", action="store_true", help="the demo class")
     p.set_defaults(run=_similarity)
 
+    for command in sub._choices_actions:  # each command's --help opens with its line above
+        sub.choices[command.dest].description = command.help
     args = parser.parse_args(argv)
     try:
         course = config.load(args.root)

@@ -346,7 +346,7 @@ def limit_memory(megabytes: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("By hand::")[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("assignment")
     parser.add_argument("student")

@@ -85,7 +85,7 @@ def table(full: dict[str, dict], quick: dict[str, dict] | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-quick", action="store_true", help="skip the quick-mode timings")
     args = parser.parse_args()
     full: dict[str, dict] = {}

@@ -22,7 +22,7 @@ from part6_transfer import table, transfer_table  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="quick mode instead of full mode")
     args = parser.parse_args()
     start = time.perf_counter()

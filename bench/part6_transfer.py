@@ -79,7 +79,7 @@ def table(rows: list[dict], quick: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="quick mode instead of full mode")
     args = parser.parse_args()
     print(table(transfer_table(args.quick), args.quick))

@@ -14,7 +14,10 @@ One run, for the course directory ``gdir`` (``autograder/class/`` or ``autograde
    student (``worker.py``), so workers never share a student (nbgrader over one SQLite
    gradebook is safe for disjoint students) and a student can only ever cost their own
    grade. A worker past ``student_timeout`` is killed with its kernels; what it did not
-   finish is scored 0 and flagged;
+   finish is scored 0 and flagged. An import error in a student's grading that the grader
+   finds to be the course's (``canary.course_fault``: a course module no longer imports)
+   stops the run as a failed canary does: nobody further graded, the gradebook put back as it
+   was before the run, the run's students graded again next time, exit 1;
 5. after each student, write their record (``records.py``: one file per student, atomically),
    so a crash mid-run keeps every earlier student's grades and records;
 6. read the scores from the gradebook and write ``autograder/out/grades.csv``,

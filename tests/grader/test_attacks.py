@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -24,7 +25,7 @@ from nbformat.v4 import new_code_cell
 from test_sandbox import TOML as SANDBOX_TOML
 from test_sandbox import course_notebooks as sandbox_course
 
-from autograder import notebooks
+from autograder import notebooks, report, tamper
 from helpers import ENV, ROOT, course_sources, grades, make_course, student_record
 
 MARK = "EXFIL-7f3e"  # in every string an attacker tries to carry out
@@ -121,6 +122,115 @@ ATTACKS: dict[str, str] = {
     """,
 }
 
+SCALED = "torch.softmax(torch.bmm(queries, keys.transpose(1, 2)) / queries.shape[-1] ** 0.5, -1)"
+UNSCALED = "torch.softmax(torch.bmm(queries, keys.transpose(1, 2)), dim=-1)"  # plausible, wrong
+ALL_BUT_SHAPE = {"test_visible", "test_hidden", "test_softmax", "test_one_key"}
+CLOSENESS = {"test_visible", "test_hidden"}  # what a plausible softmax of the wrong scores loses
+
+
+def _returning(expression: str) -> str:
+    """An answer that returns ``expression`` of the correct weights ``w``."""
+    return f"def attention_weights(queries, keys):\n    w = {SCALED}\n    return {expression}\n"
+
+
+# The attacks that had not been tried (issue 37): name -> (answer, attack code run after it,
+# the points expected, whether exactly (else at most), the tests whose points it must lose).
+# The verdict is the grader's: a reply is judged as the student's answer, whoever sent it.
+GAMES: dict[str, tuple[str, str, float, bool, set[str]]] = {
+    # Replies signed with the kernel's own key, sent by the student's own serving loop, that
+    # carry a plausible value (a softmax over the keys, of unscaled scores): judged as the
+    # student's answer, they lose the checks they answer wrongly.
+    "signed-plausible-replies": (ZEROS, f"""
+        import json
+        import course_lib.remote as remote
+        from course_lib import wire
+
+        def forged_serve(sock, key, digest):
+            while True:
+                frames = sock.recv_multipart()
+                if len(frames) != 3:
+                    continue
+                request = json.loads(frames[2])
+                if request.get("op") == "call":
+                    queries, keys = (wire.decode(a) for a in request["args"])
+                    reply = {{"ok": wire.encode({UNSCALED})}}
+                elif request.get("op") == "stop":
+                    reply = {{"ok": wire.encode(None)}}
+                else:
+                    reply = remote.answer(request, remote._user_ns())
+                body = json.dumps(reply).encode()
+                sock.send_multipart([remote.sign(key, digest, frames[1], body), frames[1], body])
+                if request.get("op") == "stop":
+                    break
+            sock.close(0)
+
+        remote._serve = forged_serve
+    """, 3.0, True, CLOSENESS),
+    # NaN and inf among correct values: every closeness check fails, and so does "sums to 1".
+    "nan-and-inf": (_returning("w.index_put_((torch.tensor([0, -1]),) * 3, "
+                               "torch.tensor([float('nan'), float('inf')]))"),
+                    "", 1.0, True, ALL_BUT_SHAPE),
+    # Denormal values (the weights times 1e-39): values like any other, judged as such.
+    "denormal": (_returning("w * 1e-39"), "", 1.0, True, ALL_BUT_SHAPE),
+    # dtype games: converted by the grader (float64 as it is, half to float32, int as int64)
+    # and judged on the values; complex does not travel: refused, with a fixed message.
+    "dtype-float64": (_returning("w.double()"), "", 5.0, True, set()),
+    "dtype-half": (_returning("w.half()"), "", 2.0, True, CLOSENESS | {"test_softmax"}),
+    "dtype-int": (_returning("w.long()"), "", 2.0, True, CLOSENESS | {"test_softmax"}),
+    "dtype-complex": (_returning("w.to(torch.complex64)"), "", 0.0, True,
+                      ALL_BUT_SHAPE | {"test_shape"}),
+    # A tensor subclass that lies to every torch function (equal, close, sums to 1) and would
+    # leave a mark if its code ever ran outside this kernel: the grader gets plain data (its
+    # zeros), never the class.
+    "tensor-subclass": (f"""
+        import os
+        KERNEL = os.getpid()
+
+        class Liar(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if os.getpid() != KERNEL:
+                    open("/tmp/{MARK}-subclass-ran-%d" % os.getpid(), "w").close()
+                    print("{MARK} ran outside the kernel")
+                name = getattr(func, "__name__", "")
+                if name in ("allclose", "equal", "all", "isfinite", "__eq__", "__ge__"):
+                    return True
+                return super().__torch_function__(func, types, args, kwargs or {{}})
+
+        def attention_weights(queries, keys):
+            shape = (queries.shape[0], queries.shape[1], keys.shape[1])
+            return torch.zeros(shape).as_subclass(Liar)
+    """, "", 1.0, True, ALL_BUT_SHAPE),
+    # An answer that changes between requests (a thread swaps the notebook's global between two
+    # wrong answers, zeros and a softmax of unscaled scores): whichever a request meets, it earns
+    # no point that neither earns alone.
+    "changing-between-requests": (ZEROS, f"""
+        import threading
+        import time
+
+        def unscaled(queries, keys):
+            return {UNSCALED}
+
+        namespace, zeros = globals(), attention_weights
+
+        def swap():
+            while True:
+                now = namespace["attention_weights"]
+                namespace["attention_weights"] = unscaled if now is zeros else zeros
+                time.sleep(0.0005)
+
+        threading.Thread(target=swap, daemon=True).start()
+    """, 3.0, False, CLOSENESS),
+}  # fmt: skip
+DELEGATING = """
+import torch.nn.functional as F
+
+
+def attention_weights(queries, keys):  # torch's attention, values the identity: its weights
+    n, s = keys.shape[0], keys.shape[1]
+    return F.scaled_dot_product_attention(queries, keys, torch.eye(s).expand(n, s, s))
+"""
+
 HONEST = """
 %matplotlib inline
 %load_ext autoreload
@@ -182,6 +292,9 @@ def graded(tmp_path_factory):
     }
     for name, attack in ATTACKS.items():
         students[f"attack-{name}"] = _submission(released, ZEROS, attack)
+    for name, (answer, attack, _, _, _) in GAMES.items():
+        students[f"game-{name}"] = _submission(released, answer, attack)
+    students["delegating"] = _submission(released, DELEGATING)
     for student, nb in students.items():
         folder = gdir.submitted / student / "a3"
         folder.mkdir(parents=True)
@@ -242,3 +355,45 @@ def test_outputs_stay_bounded(graded):
     _, gdir, _, _ = graded
     amplified = gdir.autograded / "attack-display-id-amplification" / "a3" / "1_attention.ipynb"
     assert amplified.stat().st_size < 20 * 2**20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_a_reply_is_judged_as_the_students_answer(graded, game):
+    """Signed plausible replies, NaN and inf, denormals, dtype games, a tensor subclass, an
+    answer changing between requests: each gets exactly (or at most) its expected points and
+    loses the checks its replies answer wrongly; the messages are the grader's fixed words."""
+    _, gdir, _, rows = graded
+    _, _, points, exact, lost = GAMES[game]
+    student = f"game-{game}"
+    row = rows[(student, "1_attention")]
+    got = float(row["autograded"])
+    assert got == points if exact else got <= points, row
+    verdicts = student_record(gdir.root, student)["worker"]["notebooks"]["1_attention"]["verdicts"]
+    lost_here = {gid for gid, v in verdicts.items() if v["score"] < v["points"]}
+    assert lost <= lost_here if not exact else lost == lost_here, verdicts
+    if game == "dtype-complex":  # refused, in the grader's words
+        messages = {c["message"] for v in verdicts.values() for c in v["checks"]}
+        assert messages == {"your code returned something that is not a plain value"}
+    if game == "tensor-subclass":  # its code never ran in the grader, nor anywhere but there
+        assert not list(Path("/tmp").glob(f"{MARK}-subclass-ran-*"))
+        assert MARK not in json.dumps(rows[(student, "1_attention")])
+
+
+@pytest.mark.slow
+def test_delegation_keeps_its_points_and_is_noted_for_the_instructor(graded):
+    """A correct answer through torch's own scaled_dot_product_attention (issue 37, item 9):
+    results decide points (full marks), the scan notes it (``review``, instructor only: not on
+    the student's feedback page); the honest victim gets no note."""
+    _, gdir, _, rows = graded
+    row = rows[("delegating", "1_attention")]
+    assert float(row["autograded"]) == 5.0, row
+    assert row["flags"] == "review", row
+    assert f"{report.REVIEW_NOTE}cell " in row["notes"]
+    assert tamper.RULES["delegation"] in row["notes"], row["notes"]
+    pages = list((gdir.feedback / "delegating" / "a3").glob("*.html"))
+    assert pages
+    for page in pages:
+        text = page.read_text(errors="replace")
+        assert tamper.RULES["delegation"] not in text and report.REVIEW_NOTE not in text, page
+    assert "review" not in rows[("victim-honest", "1_attention")]["flags"]

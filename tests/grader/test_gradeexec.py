@@ -58,3 +58,37 @@ def test_cells_within_the_limit_all_run(tmp_path):
     cells, _ = _run(["x = 2", "print(x * 21)"], tmp_path)
     assert [o.get("text") for o in cells[1].outputs] == ["42\n"]
     assert not any(_not_run(c) for c in cells)
+
+
+def _skip(source: str):
+    from autograder import judge
+
+    cell = new_code_cell(source)
+    cell.metadata["tags"] = [judge.SKIP_TAG]
+    return cell
+
+
+def test_a_name_read_in_a_function_body_keeps_the_skipped_cell_that_binds_it():
+    """Issue 37, item 6: a helper defined before the training cell reads a global that only the
+    training cell binds, and the answer calls it when the tests call the answer (after the
+    whole notebook): the training cell runs. What only skipped cells read stays skipped, and a
+    cell kept running for that reason brings what its own functions read (a fixed point)."""
+    from autograder import judge
+
+    helper = "def squash(a):\n    return torch.sigmoid(a).clamp(-HIDDEN_SIZE, HIDDEN_SIZE)"
+    cells = [
+        new_code_cell("import torch"),
+        new_code_cell(helper),
+        new_code_cell("class Cell:\n    def forward(self, x):\n        return squash(x)"),
+        _skip("HIDDEN_SIZE = 64\nmodel = train(Cell())"),  # "training"
+        _skip("plot(model)"),
+        _skip("def scale():\n    return FACTOR"),
+        _skip("FACTOR = 2"),
+    ]
+    spec = judge.Spec("nb", {}, (), skip=tuple(judge.normalised(c.source) for c in cells[3:]))
+    assert spec.skipped_cells(cells) == [4, 5, 6]
+    cells.append(new_code_cell("print(scale())  # a cell of the student's: scale's cell runs"))
+    assert spec.skipped_cells(cells) == [4]  # and so does FACTOR's, which scale reads
+    cells[1] = new_code_cell("def squash(a, HIDDEN_SIZE=64):\n    return torch.sigmoid(a)")
+    cells.pop()
+    assert spec.skipped_cells(cells) == [3, 4, 5, 6]  # a parameter is no global

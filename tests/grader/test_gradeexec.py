@@ -92,3 +92,28 @@ def test_a_name_read_in_a_function_body_keeps_the_skipped_cell_that_binds_it():
     cells[1] = new_code_cell("def squash(a, HIDDEN_SIZE=64):\n    return torch.sigmoid(a)")
     cells.pop()
     assert spec.skipped_cells(cells) == [3, 4, 5, 6]  # a parameter is no global
+
+
+def test_the_gru_case_of_the_issue_runs_the_training_cell():
+    """The real part 1 (issue 37, item 6): a correct MyGRUCell whose forward calls a helper,
+    defined in a cell of the student's before it, that reads HIDDEN_SIZE, which only the
+    skipped training cell binds. That cell runs (grading would otherwise score the answer 0 on
+    a NameError); the cells after it, which only read what it trained, stay skipped."""
+    import nbformat
+
+    from autograder import judge, notebooks
+    from helpers import ROOT
+
+    solution = notebooks.read(ROOT / "solutions" / "a3" / "1_gru.ipynb")
+    spec = judge.spec_of(solution, "1_gru")
+    nb = judge.without_instructor_cells(solution)
+    before = spec.skipped_cells(nb.cells)
+    training = next(i for i in before if "HIDDEN_SIZE =" in nb.cells[i].source)
+    answer = next(i for i, c in enumerate(nb.cells) if notebooks.grade_id(c) == "my_gru_cell")
+    cell = nb.cells[answer]
+    cell.source = cell.source.replace("torch.sigmoid(", "gate(")
+    assert "gate(" in cell.source
+    helper = "def gate(x):\n    return torch.sigmoid(x.clamp(-HIDDEN_SIZE, HIDDEN_SIZE))"
+    nb.cells.insert(answer, nbformat.v4.new_code_cell(helper))
+    after = spec.skipped_cells(nb.cells)
+    assert after == [i + 1 for i in before if i != training]

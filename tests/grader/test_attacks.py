@@ -9,6 +9,10 @@ student (zeros: worth exactly the shape test) plus its attack. Asserted per atta
 points than the control, no string of the student's in any message, grades.csv or feedback
 page, and the victim (an honest student graded in the same run, with every everyday habit of
 a notebook: debug prints, magics, shadowed builtins, a class defined twice) keeps full marks.
+The games (:data:`GAMES`: signed plausible replies, NaN and inf, denormals, dtype games, a
+tensor subclass, an answer changing between requests) each state the verdict expected of the
+grader, and an answer that delegates to torch's own attention keeps its points with a note for
+the instructor only.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ the kernel or the grading machinery, and never changes what is graded. One case 
 notebook habit (no finding) and one per rule (a finding); the intake stages the student's own
 cells exactly as written, and the notes name a cell, a line and a rule, never the code.
 The intake's tamper verdict: a cell as an earlier release of the term had it (the release
-history) is not tampering, an edit no release had still is."""
+history) is not tampering, an edit no release had still is. Delegation to torch's own GRU or
+attention is noted in answer cells only, never for the release's given code."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """The workers' fork server imports, once per grading run, what every worker would import: nbgrader,
 and the modules the assignment's judge cells import at their top level (torch, course_lib's
 checks, scikit-learn's metrics for the repository's course); a module that fails to import is
-left to the worker that needs it, where grading reports the error."""
+left to the worker that needs it, where grading reports the error. And a worker's second try:
+a notebook whose tests met a NameError while cells were left out is graded again with every
+cell run, through the real `make grade` (issue 37, item 6)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,15 @@ names, ``<login>_[LATE_]<user id>_<submission id>_<file>``::
     doejane_12345_678901_work.zip      ->  its notebooks, into submitted/doejane/a3/
 
 A resubmission renamed by the LMS (``1_gru-1.ipynb``) is kept under that name; ``make grade``
-matches it to its notebook by content and flags it ``renamed``.
+reads it as ``1_gru`` (``intake.resubmission``: Canvas's own names are no renaming, no flag).
+
+Late files: Canvas writes ``LATE_`` into the name of a file handed in after the due date (its
+own judgment, extensions included). The pattern's optional group ``late``, or else a ``LATE``
+piece of the name before ``file_id``, marks a file late; the collect writes the late files'
+names into the student's folder, ``submitted/<student>/<a>/lms.json`` (:data:`LMS_FILE`:
+``{"late": ["1_gru.ipynb"]}``, only when a file is late), and ``make grade`` flags the
+notebook graded from such a file ``late`` (grades.csv; no point is taken: the LMS applies its
+own late policy to the grades it imports).
 
 Uploads are hostile, so (the zip is read with :mod:`zipfile`, member by member):
 
@@ -55,6 +63,7 @@ file was refused, keep their folders as they were.
 
 from __future__ import annotations
 
+import json
 import lzma
 import os
 import re
@@ -78,6 +87,8 @@ MB = 1024 * 1024
 CHUNK = MB  # bytes decompressed at a time
 MAX_NAME_BYTES = 200
 STAGING = ".collect-"  # prefix of the hidden folder the zip is read into (never a student id)
+LMS_FILE = "lms.json"  # in a student's folder: what the LMS said of the files (late ones)
+LATE = re.compile(r"(?:^|_)LATE(?:_|$)")  # Canvas: doejane_LATE_12345_678901_1_gru.ipynb
 INDEX_BYTES_PER_MEMBER = 512  # a nested archive's index may not be larger than this per member
 # What reading a damaged or hostile member raises (bz2 reports bad data as OSError).
 READ_ERRORS = (
@@ -92,7 +103,8 @@ READ_ERRORS = (
 )
 _END = b"PK\x05\x06"  # a zip's end-of-central-directory record
 _END64_LOCATOR = b"PK\x06\x07"
-Planned = tuple[zipfile.ZipInfo, str, str]  # an outer member to read, its student, file name
+# an outer member to read, its student, file name, and whether the LMS marked it late
+Planned = tuple[zipfile.ZipInfo, str, str, bool]
 
 
 @dataclass(frozen=True)
@@ -147,6 +159,8 @@ class Collection:
     over_budget: set[str] = field(default_factory=set)  # students who lost members to it
     files: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> file -> member
     named: set[str] = field(default_factory=set)  # students with a matching member
+    late: dict[str, set[str]] = field(default_factory=dict)  # student -> files handed in late
+    reading_late: bool = False  # whether the outer member being read was marked late
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (member, why)
 
     def student_dir(self, student: str) -> Path:
@@ -237,9 +251,10 @@ def check_kind(info: zipfile.ZipInfo) -> None:
         raise Refused("encrypted")
 
 
-def match(pattern: re.Pattern, path: str) -> tuple[str, str]:
-    """(student, file name) that ``pattern`` reads from an outer member ``path``; Refused when
-    it does not match or names no usable student or file."""
+def match(pattern: re.Pattern, path: str) -> tuple[str, str, bool]:
+    """(student, file name, late) that ``pattern`` reads from an outer member ``path``; Refused
+    when it does not match or names no usable student or file. Late: the pattern's group
+    ``late`` matched, or (without that group) the name before ``file_id`` has a ``LATE`` piece."""
     if unsafe_path(path):
         raise Refused("unsafe path (absolute, '..' or backslashes)")
     found = pattern.match("/" + path)
@@ -251,7 +266,11 @@ def match(pattern: re.Pattern, path: str) -> tuple[str, str]:
         raise Refused(f"student id {student!r} not usable: letters, digits, ._@+- only")
     if not plain_name(name):
         raise Refused(f"file name {name!r} not usable (a folder, hidden or too long)")
-    return student, name
+    if "late" in pattern.groupindex:
+        late = bool(found.group("late"))
+    else:
+        late = bool(LATE.search(("/" + path)[: found.start("file_id")].rsplit("/", 1)[-1]))
+    return student, name, late
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,6 +330,8 @@ def store(
     if name in files:
         run.skipped.append((files[name], f"replaced by a later copy in the zip: {show(where)}"))
     files[name] = where
+    late = run.late.setdefault(student, set())
+    (late.add if run.reading_late else late.discard)(name)
 
 
 def index_size(path: Path) -> tuple[int, int]:
@@ -394,13 +415,13 @@ def plan(zf: zipfile.ZipFile, pattern: re.Pattern, run: Collection) -> list[Plan
     todo = []
     for info in zf.infolist():
         try:
-            student, name = match(pattern, info.filename)
+            student, name, late = match(pattern, info.filename)
             run.named.add(student)
             run.count_member(student)
             check_kind(info)
             if not (name.endswith(".ipynb") or name.lower().endswith(".zip")):
                 raise Refused("not a notebook (.ipynb) or an archive (.zip)")
-            todo.append((info, student, name))
+            todo.append((info, student, name, late))
         except Refused as why:
             run.skipped.append((info.filename, str(why)))
     return todo
@@ -422,8 +443,9 @@ def check_disk(run: Collection) -> None:
 
 def read_all(zf: zipfile.ZipFile, todo: list[Planned], run: Collection) -> None:
     """Read the planned members into the staging folder; a refused member is noted."""
-    for info, student, name in todo:
+    for info, student, name, late in todo:
         check_disk(run)
+        run.reading_late = late
         try:
             if name.endswith(".ipynb"):
                 store(zf, info, student, name, info.filename, run)
@@ -431,6 +453,12 @@ def read_all(zf: zipfile.ZipFile, todo: list[Planned], run: Collection) -> None:
                 open_upload(zf, info, student, info.filename, run)
         except Refused as why:
             run.skipped.append((info.filename, str(why)))
+    run.reading_late = False
+    for student, late in run.late.items():
+        if late and student in run.files:
+            record = json.dumps({"late": sorted(late)}, indent=1) + "\n"
+            (run.student_dir(student) / LMS_FILE).write_text(record)
+            os.chmod(run.student_dir(student) / LMS_FILE, 0o644)
 
 
 def open_download(zip_path: Path) -> zipfile.ZipFile:
@@ -498,7 +526,9 @@ def report(run: Collection, zip_name: str, changed: list[str], log: Callable[[st
     log(f"collected {len(run.files)} student(s) from {zip_name}:")
     for student in sorted(run.files):
         state = "changed" if student in changed else "unchanged"
-        log(f"  {student} ({state}): {', '.join(sorted(run.files[student]))}")
+        late = sorted(run.late.get(student, ()))
+        marked = f" (late: {', '.join(late)})" if late else ""
+        log(f"  {student} ({state}): {', '.join(sorted(run.files[student]))}{marked}")
     over = sorted(run.over_budget)
     if over:
         log(f"over the budget of {run.limits.budget_text()} (the rest skipped, see below):")

@@ -15,7 +15,8 @@ other tasks as contextual word vectors (CoVe). Here, at the scale of a CPU:
   the expressions whose order decides the sign);
 - **the frozen BERT of Part 4 as an encoder of word ids** (:class:`BertWordStates`);
 - **a table over seeds**: :func:`seed_spread` runs one experiment per seed and keeps the mean
-  and the spread, :func:`markdown_table` prints the rows.
+  and the spread, :func:`paired_difference` compares two rows seed by seed (the differences and
+  the standard error of their mean), :func:`markdown_table` prints the rows.
 
 The feature extractor and the classifier are the notebook's exercises: none of them is here.
 Shapes: N batch, L words, S source length, T target length, H hidden.
@@ -310,6 +311,40 @@ def seed_spread(run: Callable[[int], dict[str, float]], seeds: Sequence[int]) ->
     if counts != {len(seeds)}:
         raise ValueError("every run must return the same names")
     return {name: Spread(tuple(values)) for name, values in found.items()}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One row of a table minus another, seed by seed: the rows ran with the same seeds, so
+    each seed gives one difference (paired). ``stderr`` is the standard error of their mean,
+    ``std / sqrt(seeds)``: a mean difference within about two standard errors of zero is not
+    told apart from zero by these seeds."""
+
+    values: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def stderr(self) -> float:
+        """Standard error of the mean difference (``nan`` for a single seed: it is unknown)."""
+        if len(self.values) < 2:
+            return math.nan
+        return statistics.stdev(self.values) / math.sqrt(len(self.values))
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.3f} ± {self.stderr:.3f}"
+
+
+def paired_difference(first: Spread, second: Spread) -> Difference:
+    """``first - second`` seed by seed, for two rows measured with the same seeds in the same
+    order (``seed_spread`` with the same ``seeds``)."""
+    if len(first.values) != len(second.values):
+        raise ValueError(
+            f"the rows hold {len(first.values)} and {len(second.values)} seeds: pair the same seeds"
+        )
+    return Difference(tuple(a - b for a, b in zip(first.values, second.values, strict=True)))
 
 
 def markdown_table(rows: Sequence[dict[str, object]], columns: Sequence[str] = ()) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 import torch
@@ -192,6 +193,22 @@ def test_seed_spread_gathers_mean_and_sample_std():
         transfer.seed_spread(lambda seed: {"a": 1.0}, seeds=[])
     with pytest.raises(ValueError):
         transfer.seed_spread(lambda seed: {"a": 1.0} if seed else {"b": 1.0}, seeds=[0, 1])
+
+
+def test_paired_difference_pairs_seeds_and_gives_the_standard_error():
+    first = transfer.Spread((0.90, 0.93, 0.92))
+    second = transfer.Spread((0.88, 0.93, 0.89))
+    found = transfer.paired_difference(first, second)
+    assert found.values == pytest.approx((0.02, 0.0, 0.03))
+    assert found.mean == pytest.approx(0.05 / 3)
+    # the standard deviation of the differences over sqrt(3), not the rows' own spreads
+    assert found.stderr == pytest.approx(statistics.stdev([0.02, 0.0, 0.03]) / math.sqrt(3))
+    assert str(found) == f"+0.017 ± {found.stderr:.3f}"
+    assert math.isnan(
+        transfer.paired_difference(transfer.Spread((1.0,)), transfer.Spread((0.5,))).stderr
+    )
+    with pytest.raises(ValueError, match="same seeds"):
+        transfer.paired_difference(first, transfer.Spread((0.9, 0.9)))
 
 
 def test_markdown_table():

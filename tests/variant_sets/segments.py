@@ -1,7 +1,8 @@
 """Variants of ``6b_segment_attention``: mistakes students make in ``segment_keys_mask``,
-``SegmentAttention.forward`` and ``ClsAttention.forward`` (a leaking mask, the masking left out
-in places as in LaMBERT's pre-training, [CLS] read from the tokens...), and other correct ways
-to write them (a dense mask over the flat sequence, einsum, another order of the keys)."""
+``SegmentAttention.forward`` and ``ClsAttention.forward`` (a leaking mask, the block mask or the
+masking of some queries left out, as LaMBERT's report says its masking was "at some parts"
+omitted, [CLS] read from the tokens...), and other correct ways to write them (a dense mask over
+the flat sequence, einsum, another order of the keys)."""
 
 from autograder.variants import Variant
 
@@ -58,7 +59,7 @@ VARIANTS = [
     ),
     # --- SegmentAttention.forward
     Variant(
-        "attention: tokens read every token of the input (LaMBERT's leak)",
+        "attention: the block mask omitted, tokens read every token of the input",
         (
             (
                 A,
@@ -144,6 +145,10 @@ VARIANTS = [
     Variant(
         "cls: a segment counts only when full (all)",
         ((C, CLS_MASK, CLS_MASK.replace("any", "all")),),
+    ),
+    Variant(  # like "all" on the chains' masks (padding at the end): partly padded segments
+        "cls: a segment counts when its last token is real",
+        ((C, CLS_MASK, "mask = torch.cat([itself, token_mask[:, :, -1]], dim=1)"),),
     ),
     Variant(
         "cls: the mean of the segments, no attention",

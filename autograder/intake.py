@@ -5,9 +5,11 @@ assignment notebook the intake decides which file (if any) is graded, and writes
 repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it up:
 
 - a file that is not valid JSON or not a notebook cannot be graded: ``failed``;
-- a file under another name (``Copy of 1_gru.ipynb``, ``1_gru-1.ipynb``) is matched to its
-  assignment notebook by content (the grade ids and locked cells it shares with each released
-  notebook) when exactly one notebook matches, and flagged ``renamed`` either way;
+- a file under another name (``Copy of 1_gru.ipynb``) is matched to its assignment notebook by
+  content (the grade ids and locked cells it shares with each released notebook) when exactly
+  one notebook matches, and flagged ``renamed`` either way. Canvas's own resubmission names are
+  not renamings: ``1_gru-1.ipynb``, ``1_gru-2.ipynb`` are ``1_gru.ipynb`` handed in again, read
+  as ``1_gru`` with no flag (the latest one, when several are there; the others noted);
 - a test or locked code cell that was edited or deleted, nbgrader metadata that was changed
   or duplicated, is flagged ``tampered`` and repaired so that what the release asked for is
   graded: deleted cells are put back at their place, metadata reset (nbgrader restores the
@@ -42,6 +44,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from . import notebooks, report, tamper
+from .collect import LMS_FILE
 from .judge import normalised
 from .nbgrader_dir import GradingDir
 
@@ -176,6 +179,48 @@ def best_match(nb: NotebookNode, released: dict[str, NotebookNode]) -> str | Non
     if len(scores) > 1 and scores[1][0] >= scores[0][0]:
         return None
     return scores[0][1]
+
+
+RESUBMITTED = re.compile(r"(?P<name>.+)-(?P<attempt>[1-9][0-9]{0,3})")  # Canvas: 1_gru-1
+
+
+def resubmission(stem: str, names) -> tuple[str, int]:
+    """The notebook a file's ``stem`` names and which of its submissions it is: Canvas names a
+    file handed in again ``<name>-1``, ``<name>-2``, ... (0: the name itself, or no notebook's)."""
+    found = RESUBMITTED.fullmatch(stem)
+    if stem not in names and found and found["name"] in names:
+        return found["name"], int(found["attempt"])
+    return stem, 0
+
+
+def latest_submissions(files: list[Path], names: list[str]) -> tuple[list[Path], list[str]]:
+    """``files`` but the earlier submissions of a notebook handed in again (``1_gru.ipynb``
+    and ``1_gru-1.ipynb``: the highest number is the latest), and a note for each left out."""
+    latest: dict[str, tuple[int, Path]] = {}
+    for path in files:
+        stem, attempt = resubmission(path.stem, names)
+        if stem in names and attempt >= latest.get(stem, (-1, path))[0]:
+            latest[stem] = (attempt, path)
+    kept = [p for p in files if latest.get(resubmission(p.stem, names)[0], (0, p))[1] == p]
+    notes = [
+        f"{p.name}: {latest[resubmission(p.stem, names)[0]][1].name} is later, graded instead"
+        for p in files
+        if p not in kept
+    ]
+    return kept, notes
+
+
+def late_files(folder: Path) -> set[str]:
+    """The files of ``folder`` that the LMS marked late (``make collect`` writes their names
+    into ``collect.LMS_FILE``); none when there is no such record or it is not one."""
+    path = folder / LMS_FILE
+    try:
+        if path.is_symlink() or path.stat().st_size > 65_536:
+            return set()
+        late = json.loads(path.read_bytes()).get("late", [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {f for f in late if isinstance(f, str)} if isinstance(late, list) else set()
 
 
 def name_match(filename: str, names: list[str]) -> str | None:
@@ -478,23 +523,27 @@ def read_student(
     exact: dict[str, NotebookNode] = {}
     unreadable: dict[str, str] = {}
     others: dict[str, NotebookNode] = {}
-    files = submitted_files(folder)
+    files, earlier = latest_submissions(submitted_files(folder), names)
+    result.notes += earlier
+    canonical = {p.name: resubmission(p.stem, names)[0] for p in files}  # 1_gru-1 is 1_gru
     if len(files) > MAX_FILES:
         result.notes.append(
             f"{len(files)} notebooks handed in: only {MAX_FILES} read "
             f"({', '.join(p.name for p in files[MAX_FILES:][:5])} ... not graded)"
         )
-        exact_names = [p for p in files if p.stem in released]
+        exact_names = [p for p in files if canonical[p.name] in released]
         files = (
             exact_names
-            + [p for p in files if p.stem not in released][: MAX_FILES - len(exact_names)]
+            + [p for p in files if canonical[p.name] not in released][
+                : MAX_FILES - len(exact_names)
+            ]
         )
     for path in files:
         nb, why = parse(path.read_bytes())
         if nb is None:
             unreadable[path.name] = why
-        elif path.stem in released:
-            exact[path.stem] = nb
+        elif canonical[path.name] in released:
+            exact[canonical[path.name]] = nb
         else:
             others[path.name] = nb
     if not folder.is_dir():
@@ -512,14 +561,15 @@ def read_student(
     for name in names:
         entry = result.notebooks[name]
         copies = matched[name]
+        own = next((f for f, stem in canonical.items() if stem == name), f"{name}.ipynb")
         if name in exact:
-            entry.file = f"{name}.ipynb"
+            entry.file = own
             chosen[name] = exact[name]
             if copies:
                 entry.flag("renamed", f"also handed in {', '.join(copies)} (not graded)")
-        elif f"{name}.ipynb" in unreadable:
-            entry.file = f"{name}.ipynb"
-            entry.flag("failed", f"{name}.ipynb is {unreadable.pop(f'{name}.ipynb')}")
+        elif own in unreadable:
+            entry.file = own
+            entry.flag("failed", f"{own} is {unreadable.pop(own)}")
         elif len(copies) == 1:
             entry.file = copies[0]
             chosen[name] = others[copies[0]]
@@ -538,6 +588,10 @@ def read_student(
             else:
                 entry.flag("missing", f"no {name}.ipynb handed in")
     result.notes += [f"{f} is {why}: not graded" for f, why in unreadable.items()]
+    late = late_files(folder)
+    for entry in result.notebooks.values():
+        if entry.file in late:
+            entry.flag("late", f"{entry.file} was handed in late (the LMS marked it LATE)")
 
     for name, nb in chosen.items():
         problems, notes = check_and_restore(nb, released[name], history.of(name))

@@ -14,7 +14,7 @@ assignment)::
     extra_counted            an optional part: the points that count after ``[grade]
                              extra_credit_cap`` (:func:`count_extra_credit`); else ""
     flags                    ok, or any of: missing failed timeout tampered renamed needs-manual
-                             review (in words: the summary and class report show them as the
+                             review late (in words: the summary and class report show them as the
                              letters of :data:`FLAG_CODES`)
     file                     the file handed in that was graded
     cells                    every graded cell: grade_id=score/max
@@ -48,7 +48,7 @@ from . import notebooks, pages
 if TYPE_CHECKING:
     from . import judge
 
-FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review")
+FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review", "late")
 # One letter per flag, for the summary and the class report (grades.csv keeps the words, which
 # scripts read); "L" is kept for a late hand-in.
 FLAG_CODES = {"missing": "M", "failed": "F", "timeout": "T", "tampered": "X", "renamed": "R",
@@ -311,6 +311,7 @@ FLAG_HELP = {
     "renamed": "the notebook was handed in under another name",
     "needs-manual": "written answers wait for a grader; the total will change",
     "review": "the advisory scan noted code to look at (instructor only; no points changed)",
+    "late": "the LMS marked the file handed in late (its late policy applies there, not here)",
 }
 
 

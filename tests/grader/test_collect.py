@@ -5,7 +5,9 @@ and assert the files written (paths, modes, contents), the other students and th
 
 from __future__ import annotations
 
+import csv
 import io
+import re
 import stat
 import struct
 import subprocess
@@ -17,11 +19,12 @@ import zipfile
 import zlib
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from autograder import config
-from autograder.collect import CollectError, ZipLimits, collect
-from helpers import ENV, FIXTURE, ROOT, make_course
+from autograder import config, intake, judge, nbgrader_dir, report
+from autograder.collect import LMS_FILE, CollectError, ZipLimits, collect, match
+from helpers import ENV, FIXTURE, ROOT, course_sources, make_course
 
 MiB = 1024 * 1024
 # The tiny course's pattern, also reading uploaded archives (as the repository's course.toml).
@@ -150,6 +153,7 @@ def test_collects_each_student_into_their_folder(course, tmp_path):
         "doejane/a3/2_words.ipynb": (0o644, nb("jane 2")),
         "leeann/a3/1_sums.ipynb": (0o644, nb("ann 1")),
         "smithbob/a3/1_sums-1.ipynb": (0o644, nb("bob 1")),
+        "smithbob/a3/lms.json": (0o644, b'{\n "late": [\n  "1_sums-1.ipynb"\n ]\n}\n'),
     }
     for folder in ("doejane", "doejane/a3", "leeann/a3", "smithbob/a3"):
         assert stat.S_IMODE((submitted(course) / folder).stat().st_mode) == 0o755
@@ -157,7 +161,7 @@ def test_collects_each_student_into_their_folder(course, tmp_path):
         "collected 3 student(s) from download.zip:",
         "  doejane (changed): 1_sums.ipynb, 2_words.ipynb",
         "  leeann (changed): 1_sums.ipynb",
-        "  smithbob (changed): 1_sums-1.ipynb",
+        "  smithbob (changed): 1_sums-1.ipynb (late: 1_sums-1.ipynb)",
         "skipped 2 member(s):",
         "  somebody_else.ipynb: name does not match [collect] pattern in course.toml",
         "  leeann_125_458_work.zip > hw/: a folder",
@@ -170,6 +174,62 @@ def test_collects_each_student_into_their_folder(course, tmp_path):
     assert log.startswith(f"backed up {submitted(course)} to {backup}")
     assert files(backup) == files(submitted(course))
     assert sorted(p.name for p in submitted(course).iterdir()) == ["doejane", "leeann", "smithbob"]
+
+
+def test_late_files_and_resubmissions_as_grading_reads_them(course, tmp_path):
+    """Canvas's ``LATE_`` reaches grades.csv as the flag ``late`` of the notebook graded from
+    that file (and only that one); Canvas's ``-1``, ``-2`` resubmission names are read as the
+    notebook itself, not flagged ``renamed``; with two tries of one notebook the later counts."""
+    src, _ = course_sources(course.root)
+    solved = {name: nbformat.writes(src.solved(name)).encode() for name in src.released}
+    archive = make_zip(
+        tmp_path / "download.zip",
+        [
+            ("doejane_LATE_123_456_1_sums.ipynb", solved["1_sums"]),
+            ("doejane_123_456_2_words.ipynb", solved["2_words"]),
+            ("smithbob_124_457_1_sums-1.ipynb", solved["1_sums"]),
+            ("smithbob_124_457_2_words-2.ipynb", solved["2_words"]),
+            ("leeann_125_458_1_sums.ipynb", solved["1_sums"]),
+            ("leeann_LATE_125_459_1_sums-2.ipynb", solved["1_sums"]),
+        ],
+    )
+    _, log = run(course, archive)
+    assert "  doejane (changed): 1_sums.ipynb, 2_words.ipynb (late: 1_sums.ipynb)" in log
+    assert not (submitted(course) / "smithbob" / "a3" / LMS_FILE).exists()
+    gdir = nbgrader_dir.real(course)
+    specs = {name: judge.spec_of(nb, name) for name, nb in src.released.items()}
+    rows, seen = [], {}
+    for student in ("doejane", "leeann", "smithbob"):
+        found, _ = intake.read_student(gdir, student, src.released, specs, scan=False)
+        seen[student] = found
+        for name, entry in found.notebooks.items():
+            rows.append(report.Row(student, name, flags=entry.flags, file=entry.file))
+    entries = {(s, n): e for s, f in seen.items() for n, e in f.notebooks.items()}
+    assert entries[("smithbob", "1_sums")].file == "1_sums-1.ipynb"
+    assert entries[("smithbob", "2_words")].file == "2_words-2.ipynb"
+    assert entries[("leeann", "1_sums")].file == "1_sums-2.ipynb"
+    assert "1_sums.ipynb: 1_sums-2.ipynb is later, graded instead" in seen["leeann"].notes
+    report.write_csv(rows, tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="") as fh:
+        flags = {(r["student"], r["notebook"]): r["flags"] for r in csv.DictReader(fh)}
+    assert flags == {
+        ("doejane", "1_sums"): "late",
+        ("doejane", "2_words"): "ok",
+        ("leeann", "1_sums"): "late",
+        ("leeann", "2_words"): "missing",
+        ("smithbob", "1_sums"): "ok",  # not renamed
+        ("smithbob", "2_words"): "ok",
+    }
+    assert "L late" in report.flag_legend(("late",))
+
+
+def test_the_patterns_late_group_or_a_late_piece_of_the_name():
+    plain = re.compile((FIXTURE / "course.toml").read_text().split("pattern = '")[1].split("'")[0])
+    grouped = re.compile(plain.pattern.replace("(?:LATE_)?", "(?P<late>LATE_)?"))
+    assert "(?P<late>" in grouped.pattern
+    for pattern in (plain, grouped):
+        assert match(pattern, "doejane_LATE_1_2_1_sums.ipynb") == ("doejane", "1_sums.ipynb", True)
+        assert match(pattern, "d/latejane_1_2_LATE_x.ipynb") == ("latejane", "LATE_x.ipynb", False)
 
 
 def test_replaces_only_the_students_in_the_zip(course, tmp_path):

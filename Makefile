@@ -104,7 +104,8 @@ clean:
 #                            shard i (0 to N-1) of N, in autograder/out/shards/<i>-of-<N>/;
 #                            REGRADE=1 grades again students whose submission did not change
 #   make merge [SHARDS=N]    combine the shards into one grades.csv, report and gradebook
-#   make gradescope          build autograder/out/gradescope-autograder.zip (Gradescope)
+#   make gradescope          build autograder/out/gradescope-autograder.zip (Gradescope), proved
+#                            first in its own layout (the canary); prints the Autograder Settings
 #   make collect ZIP=f.zip   import an LMS download zip into autograder/class/submitted/
 #   make formgrade           JupyterLab with nbgrader's formgrader, for the written answers
 #   make feedback            after formgrade: feedback pages and reports again, from the gradebook

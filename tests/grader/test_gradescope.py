@@ -25,7 +25,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from autograder import config, gradescope, judge, nbgrader_dir, release, report, tamper
+from autograder import canary, config, gradescope, judge, nbgrader_dir, release, report, tamper
 from helpers import ENV, ROOT, autograder, course_sources, graded_tiny_demo, grades, make_course
 
 SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
@@ -46,10 +46,13 @@ def course_zip(tmp_path_factory):
     return root, root / "autograder" / "out" / gradescope.ZIP_NAME, out
 
 
-def emulate(zip_path: Path, files: dict[str, bytes], where: Path) -> tuple[dict, float, str]:
+def emulate(
+    zip_path: Path, files: dict[str, bytes], where: Path, extra_env: dict | None = None
+) -> tuple[dict, float, str]:
     """Unpack the zip as Gradescope does (into ``source/``, ``run_autograder`` copied to the
-    root), hand in ``files`` (path -> bytes) in ``submission/``, run ``run_autograder``; return
-    results.json, its seconds and its stdout."""
+    root), hand in ``files`` (path -> bytes) in ``submission/``, run ``run_autograder`` (in
+    this environment, with ``extra_env``; no shared canary records: the zip's proof counts);
+    return results.json, its seconds and its stdout."""
     with zipfile.ZipFile(zip_path) as zf:
         zf.extractall(where / "source")
     shutil.copy2(where / "source" / "run_autograder", where / "run_autograder")
@@ -57,7 +60,9 @@ def emulate(zip_path: Path, files: dict[str, bytes], where: Path) -> tuple[dict,
         (where / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
         (where / "submission" / name).write_bytes(data)
     (where / "results").mkdir()
-    env = {**ENV, gradescope.ROOT_VARIABLE: str(where), gradescope.PYTHON_VARIABLE: sys.executable}
+    env = {k: v for k, v in ENV.items() if k != canary.RECORDS_ENV}
+    env.update({gradescope.ROOT_VARIABLE: str(where), gradescope.PYTHON_VARIABLE: sys.executable})
+    env.update(extra_env or {})
     start = time.perf_counter()
     proc = subprocess.run(
         ["bash", str(where / "run_autograder")],
@@ -81,8 +86,9 @@ def handed_in(root: Path, student: str) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def emulated(course_zip, tmp_path_factory):
-    """run_autograder for every demo student (two at a time): student -> (results, seconds)."""
+def emulated_runs(course_zip, tmp_path_factory):
+    """run_autograder for every demo student (two at a time): student -> (results, seconds,
+    stdout)."""
     root, zip_path, _ = course_zip
     students = sorted({s for s, _ in grades(root)})
 
@@ -91,7 +97,13 @@ def emulated(course_zip, tmp_path_factory):
         return student, emulate(zip_path, handed_in(root, student), where)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return {s: (r, t) for s, (r, t, _) in pool.map(one, students)}
+        return dict(pool.map(one, students))
+
+
+@pytest.fixture(scope="module")
+def emulated(emulated_runs):
+    """student -> (results, seconds)."""
+    return {s: (r, t) for s, (r, t, _) in emulated_runs.items()}
 
 
 # --- the zip ----------------------------------------------------------------------------------
@@ -119,7 +131,8 @@ def test_zip_holds_what_grading_needs_and_nothing_else(course_zip):
     assert generated <= names
     tops = {n.split("/")[0] for n in names}
     assert tops == {"setup.sh", "run_autograder", "course.toml", "autograder", "package",
-                    "solutions"}  # fmt: skip
+                    "solutions", "README.md"}  # fmt: skip
+    assert "autograder/canary-proof.json" in names  # proven in the zip's own layout
     for unwanted in ("submitted/", "/out/", "/demo/", "backups/", "__pycache__", "intake/"):
         assert not [n for n in names if unwanted in n], unwanted
     size = zip_path.stat().st_size
@@ -328,3 +341,76 @@ def test_an_empty_submission_scores_zero(course_zip, tmp_path):
     assert result["score"] == 0 and len(result["tests"]) == 4
     assert "1_sums: missing" in result["output"]
     assert "sandbox:" in out  # what isolation there is: in the log, for instructors
+
+
+# --- the canary: proven once, at each submission only the environment checked -----------------
+
+
+def test_make_gradescope_proves_the_zip_and_prints_its_settings(course_zip):
+    """The zip is proven in its own layout (the canary graded there), and make gradescope
+    prints, and the zip's README holds, the settings Gradescope needs with the time measured."""
+    root, zip_path, out = course_zip
+    assert "proving it as Gradescope will run it" in out
+    with zipfile.ZipFile(zip_path) as zf:
+        proof = json.loads(zf.read("autograder/canary-proof.json"))
+        readme = zf.read("README.md").decode()
+        setup = zf.read("setup.sh").decode()
+    assert proof["passed"] and proof["key"] and proof["seconds"] > 0
+    assert proof["fingerprint"] == canary.fingerprint(proof["environment"])
+    assert proof["environment"] == canary.environment()  # this environment's
+    seconds = f"graded in {proof['seconds']:.0f} s here"
+    for text in (out, readme):
+        assert "memory: 3 GB or more" in text and "768 MB, kills the BERT notebook" in text
+        assert "timeout: 12 minutes" in text  # the fixture's student_timeout is 120 s
+        assert "CPUs: 1 or more" in text and seconds in text
+    # setup.sh proves it once more in the image, never failing the image for it
+    assert "-m autograder.gradescope prove" in setup and "|| echo" in setup
+
+
+def test_run_autograder_runs_the_canary_only_when_the_environment_differs(
+    course_zip, emulated_runs, tmp_path
+):
+    root, zip_path, _ = course_zip
+    proved = "canary: not graded: this environment is the one canary-proof.json proved"
+    full, seconds, out = emulated_runs["s1-full"]
+    assert proved in out and "canary: grading" not in out
+    # another kernel spec: the environment is not the one proven, so the canary runs first
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "language": "python", "display_name": "other", "env": {"X": "1"}})
+    )
+    env = {"JUPYTER_PATH": str(tmp_path / "jupyter")}
+    other, slower, out = emulate(zip_path, handed_in(root, "s1-full"), tmp_path / "ag", env)
+    assert proved not in out
+    assert "canary: grading the solutions as a student first" in out
+    assert "canary: full marks" in out
+    assert other["score"] == full["score"] > 0
+    print(f"\nrun_autograder, tiny course, s1-full: {seconds:.1f} s with the proof, "
+          f"{slower:.1f} s when the canary runs first")  # fmt: skip
+
+
+def test_run_autograder_fails_closed_when_the_canary_fails(course_zip, tmp_path):
+    """A zip whose proof does not hold (its course changed after it was proven) where the
+    course cannot grade: the canary runs and fails, nothing is graded, the course's fault is
+    said, exit status 1."""
+    root, zip_path, _ = course_zip
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(tmp_path / "unpacked")
+    # a given cell that fails where grading runs it
+    source = tmp_path / "unpacked" / "solutions" / "a3" / "2_words.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    nb.cells.insert(2, nbformat.v4.new_code_cell("raise OSError(5)", metadata={"nbgrader": {
+        "grade": False, "solution": False, "locked": True, "grade_id": "given_broken",
+        "schema_version": 3}}))  # fmt: skip
+    nbformat.write(nb, source)
+    broken = tmp_path / "broken.zip"
+    gradescope.write_zip(tmp_path / "unpacked", broken)
+    where = tmp_path / "ag"
+    with pytest.raises(AssertionError) as failed:
+        emulate(broken, handed_in(root, "s1-full"), where)
+    assert "THE CANARY FAILED" in str(failed.value)
+    result = json.loads((where / "results" / "results.json").read_text())
+    assert result["score"] == 0 and result["tests"] == []
+    assert "a fault of the course, not of your submission" in result["output"]

@@ -11,8 +11,8 @@ next term. Here each notebook's page is written from plain data instead:
 - per written answer: the question (the Markdown cell above it in the released notebook), the
   student's answer, its manual grade once a grader gave one in formgrader (or "waits for a
   grader"), the student's own results for it (the outputs, in the notebook they handed in,
-  of the cells grading did not run: ``ownrun.py``) and the grader's comment; comments on
-  code answer cells too;
+  of the tagged cells above it: ``ownrun.py``'s frames, with a note where grading ran the
+  cell again in quick mode) and the grader's comment; comments on code answer cells too;
 - first, where the student's own code first raised when grading (the cell and Python's
   name for the error, never the kernel's words), since later "not defined" failures follow;
 - the notebook's points, flags explained and notes (not the instructor-only ones: the flag
@@ -145,13 +145,20 @@ def written_answers(path: Path) -> dict[str, tuple[str, dict]]:
     }
 
 
-def own_results(path: Path, skipped: list[int]) -> dict[str, list[NotebookNode]]:
+RERUN_NOTE = (
+    "The autograder ran the next cell again, in quick mode (you changed it, or a later cell "
+    "needs it); what follows is from your own run."
+)
+
+
+def own_results(path: Path, skipped: list[int] | None = None) -> dict[str, list[NotebookNode]]:
     """The student's own outputs that belong with each written answer of a graded notebook
-    (grade id -> outputs): those of the cells grading did not run (``skipped``, from the
-    grading run) between the previous written answer and this one (``ownrun.py``)."""
+    (grade id -> outputs): those of the tagged cells (``ownrun.own_outputs``: the grader's
+    frames; ``skipped``: only those cells) between the previous written answer and this one,
+    a cell grading ran too after an output of type :data:`RERUN` (:data:`RERUN_NOTE`)."""
     from . import ownrun
 
-    if not skipped or not path.exists():
+    if not path.exists():
         return {}
     try:
         nb = notebooks.read(path)
@@ -161,7 +168,9 @@ def own_results(path: Path, skipped: list[int]) -> dict[str, list[NotebookNode]]
     found: dict[str, list[NotebookNode]] = {}
     pending: list[NotebookNode] = []
     for index, cell in enumerate(nb.cells):
-        pending += own.get(index, [])
+        outputs, ran = own.get(index, ([], False))
+        pending += [NotebookNode(output_type=RERUN)] if ran and outputs else []
+        pending += outputs
         gid = notebooks.grade_id(cell)
         if cell.cell_type == "markdown" and notebooks.is_grade(cell) and gid:
             found[gid], pending = pending, []
@@ -169,13 +178,17 @@ def own_results(path: Path, skipped: list[int]) -> dict[str, list[NotebookNode]]
 
 
 OWN_TEXT_CHARS = 4000  # characters of one text output shown on a feedback page
+RERUN = "a3_rerun"  # own_results: the outputs that follow are of a cell grading ran too
 
 
 def _own_output(out: NotebookNode) -> tuple[str, str] | None:
-    """One of the student's own outputs, inert: ``("text", text)`` (escaped by the template)
-    or ``(mime, base64)`` of a raster image checked by ``sanitise.raster``; None: nothing."""
+    """One of the student's own outputs, inert: ``("text", text)`` (escaped by the template;
+    lines like the grader's marked), ``("note", RERUN_NOTE)`` (the grader's) or ``(mime,
+    base64)`` of a raster image checked by ``sanitise.raster``; None: nothing."""
     kind = out.get("output_type")
     text = ""
+    if kind == RERUN:
+        return "note", RERUN_NOTE
     if kind == "stream":
         text = _text(out.get("text"))
     elif kind == "error":
@@ -191,7 +204,7 @@ def _own_output(out: NotebookNode) -> tuple[str, str] | None:
         return None
     if len(text) > OWN_TEXT_CHARS:
         text = text[:OWN_TEXT_CHARS] + "\n..."
-    return "text", sanitise.strip_ansi(text)
+    return "text", sanitise.mark_grader_lines(sanitise.strip_ansi(text))
 
 
 def _text(value: object) -> str:
@@ -319,7 +332,7 @@ def write_feedback(
         files = {}
         for row in srows:
             answers = written_answers(graded / f"{row.notebook}.ipynb")
-            own = own_results(graded / f"{row.notebook}.ipynb", row.skipped)
+            own = own_results(graded / f"{row.notebook}.ipynb")  # every framed cell
             mine = marks.get((student, row.notebook), Marks())
             page = notebook_page(row, info[row.notebook], mine, answers, show_source, own)
             files[row.notebook] = f"{row.notebook}.html"

@@ -95,8 +95,9 @@ class GradeExecute(_execute_class()):
                 if index in skipped:
                     ownrun.show(cell)  # not run: the student's own outputs, marked as such
                     continue
-                cell.get("metadata", {}).pop(ownrun.KEY, None)
+                kept = cell.get("metadata", {}).pop(ownrun.KEY, None)
                 self.preprocess_cell(cell, resources, index)
+                ownrun.show_rerun(self.nb.cells[index], kept)  # a tagged cell: own outputs too
             if spec is not None:
                 self._stop_reading_outputs()
                 found = {**self._judge(spec), "skipped": skipped}

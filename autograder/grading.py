@@ -5,7 +5,9 @@ One run, for the course directory ``gdir`` (``autograder/class/`` or ``autograde
 1. ``nbgrader generate_assignment`` when the solutions changed (gradebook backed up first);
    for the demo class, write its submissions (``demo.py``);
 2. intake every student (``intake.py``): broken, renamed and tampered notebooks are sorted
-   out before anything runs, and what will be graded is staged in ``intake/`` and hashed;
+   out before anything runs, and what will be graded is staged in ``intake/`` and hashed,
+   with the student's own outputs bounded, never parsed (``ownrun.attach``); each student's
+   intake has a deadline (:data:`INTAKE_SECONDS`: past it, only that student fails);
 3. skip students whose staged notebooks, assignment and time limit have not changed since
    their last complete grading (re-running is idempotent and cheap: ``--regrade`` forces);
 4. grade the canary (``canary.py``: the solutions as a student, in a folder of their own) and
@@ -30,6 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import signal
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -247,6 +251,42 @@ def exclusive(gdir: GradingDir):
         yield
 
 
+INTAKE_SECONDS = 60  # one student's intake (a second or two): past it, that student fails
+
+
+class IntakeTimeout(Exception):
+    """One student's intake ran past :data:`INTAKE_SECONDS`."""
+
+
+@contextlib.contextmanager
+def intake_deadline(seconds: float):
+    """Raise :class:`IntakeTimeout` in the block after ``seconds`` (SIGALRM: in the main
+    thread only; elsewhere no limit, and the intake's bounds keep it linear)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise IntakeTimeout
+
+    before = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def timed_out(student: str, names: list[str]) -> intake.StudentIntake:
+    """The intake of a student whose intake ran past :data:`INTAKE_SECONDS`: nothing graded,
+    every notebook ``failed`` (only this student's grade pays)."""
+    seen = intake.StudentIntake(student, {n: intake.NotebookIntake(n) for n in names})
+    for entry in seen.notebooks.values():
+        entry.flag("failed", f"reading the submission took over {INTAKE_SECONDS} s: not graded")
+    return seen
+
+
 def intake_class(
     course: Course, plan: Plan, chosen: list[str], records: Records
 ) -> tuple[dict[str, StudentRun], list[str], dict[str, str]]:
@@ -265,17 +305,21 @@ def intake_class(
         if not STUDENT_ID.fullmatch(student):
             invalid[student] = UNUSABLE_ID
             continue
-        seen, staged = intake.read_student(
-            gdir,
-            student,
-            released,
-            judges,
-            scan=course.grade.tamper_scan,
-            optional=course.grade.extra_credit,
-        )
-        handed_in = gdir.student_dir(gdir.submitted, student)
-        for name, nb in staged.items():  # the student's own outputs of the cells not run
-            ownrun.attach(nb, handed_in / seen.notebooks[name].file, judges[name])
+        try:  # a deadline per student: one hand-in can only cost its own grade
+            with intake_deadline(INTAKE_SECONDS):
+                seen, staged = intake.read_student(
+                    gdir,
+                    student,
+                    released,
+                    judges,
+                    scan=course.grade.tamper_scan,
+                    optional=course.grade.extra_credit,
+                )
+                handed_in = gdir.student_dir(gdir.submitted, student)
+                for name, nb in staged.items():  # own outputs of tagged cells: bounded only
+                    ownrun.attach(nb, handed_in / seen.notebooks[name].file, judges[name])
+        except IntakeTimeout:
+            seen, staged = timed_out(student, names), {}
         seen.fingerprint = intake.stage(gdir, seen, staged)
         fingerprint = _fingerprint(assignment_hash, str(plan.cell_timeout), seen.fingerprint)
         before = records.get(student)

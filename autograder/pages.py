@@ -22,6 +22,16 @@ import jinja2
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # Pages made from student content load nothing and run nothing, whatever slipped through.
 STRICT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+# The formgrader (make formgrade, formgrade_server.py), whose pages show student content: the
+# same policy for what a student can put in a page (nothing remote, no frame or plugin, images
+# only inline, so a source a student chose is never fetched: no tracking pixel, no request to
+# the TA's own machine, whatever its spelling), and nbgrader's own scripts, styles and API
+# calls, from the server itself. MathJax, which nbgrader loads from a CDN, is left out.
+FORMGRADER_CSP = (
+    "default-src 'none'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'self' 'unsafe-inline'; font-src 'self' data:; img-src data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'self'"
+)
 
 
 def num(x: float, digits: int | None = None) -> str:

@@ -16,37 +16,49 @@ Markdown cells, and ``text/markdown`` outputs
     (``$...$``, ``$$...$$``, ``\\begin{env}``) becomes ``&lt;``, except an autolink to a safe
     URL (``<https://...>``). Markdown itself still renders: emphasis, lists, tables, code, math,
     links and images. A link or image target is kept when it is ``http(s)``, ``mailto`` (links),
-    a raster ``data:image/png|jpeg|gif;base64`` (images), relative (links only: an image would
-    request the instructor's own server as the page loads, as would one on ``localhost``) or a
-    ``#fragment``, and holds no ``<>"'`` (nor their %-escapes, which nbgrader's own pages echo
-    unescaped); any other (``javascript:``, ``vbscript:``, ``data:text/html``, entity-obfuscated
-    ones) becomes ``#unsafe-link``, and so does an ``attachment:`` image whose attachment is
-    missing (nbconvert would fail the whole page). A ```` ```mermaid ```` fence (whose code
-    nbconvert writes into the page unescaped) becomes a plain ``text`` fence. MathJax commands
-    that link, style or load (``\\href``, ``\\url``, ``\\style``, ``\\class``, ``\\cssId``,
-    ``\\require``...) are broken up (``\\ href``). The result is then rendered with nbconvert's
-    own ``markdown2html`` renderer and checked against an allow-list of the tags and attributes
-    that renderer makes for plain Markdown; a text that fails (something the scanner above read
-    differently from the renderer) is shown whole as a plain code block instead. Cell
+    relative or a ``#fragment`` (links), a raster ``data:image/png|jpeg|gif;base64`` or an
+    ``attachment:`` (images: nothing else, so that opening a page fetches nothing a student
+    chose, from any host or the instructor's own), and holds no ``<>"'`` (nor their %-escapes,
+    which nbgrader's own pages echo unescaped); any other (``javascript:``, ``vbscript:``,
+    ``data:text/html``, entity-obfuscated ones) becomes ``#unsafe-link``, and so does an
+    ``attachment:`` image whose attachment is missing (nbconvert would fail the whole page). An
+    image from elsewhere (``![plot](https://...)``) becomes a plain link to it (its alt text
+    alone when the image is itself a link's text, as a Colab badge is). A ```` ```mermaid ````
+    fence (whose code nbconvert writes into the page unescaped) becomes a plain ``text`` fence.
+    MathJax commands that link, style or load (``\\href``, ``\\url``, ``\\style``, ``\\class``,
+    ``\\cssId``, ``\\require``...) are broken up (``\\ href``). The result is then rendered with
+    nbconvert's own ``markdown2html`` renderer and checked against an allow-list of the tags and
+    attributes that renderer makes for plain Markdown; a text that fails (something the scanner
+    above read differently from the renderer) is shown whole as a plain code block instead. Cell
     attachments are kept only as valid base64 PNG, JPEG or GIF (an attachment with none left
     becomes a blank PNG, so its ``attachment:`` link still works). A text longer than
-    :data:`MAX_MARKDOWN` characters is cut there (checking costs time).
+    :data:`MAX_MARKDOWN` characters is cut there (checking costs time). A line that starts like
+    a note of the grader (``[autograder] ...``, :func:`mark_grader_lines`) is marked as the
+    student's.
 
 Outputs
-    ``text/plain``, ``stream`` text and ``error`` tracebacks are kept as text (nbconvert
-    escapes them: ``ansi2html``). ``text/html`` is cleaned with bleach (:data:`HTML_TAGS`,
+    ``text/plain``, ``stream`` text and ``error`` tracebacks are kept as text (nbconvert escapes
+    them: ``ansi2html``), each line that starts like a note of the grader marked as the
+    student's (:func:`mark_grader_lines`). ``text/html`` longer than :data:`MAX_HTML_CHARS` or
+    nested deeper than :data:`MAX_DEPTH` (:func:`nesting_depth`, a linear scan that runs before
+    any parser: html5lib's cost grows faster than n^1.7 with the depth) is replaced by the fixed
+    note :data:`TOO_BIG`; below that it is cleaned with bleach (:data:`HTML_TAGS`,
     :func:`_html_attribute_ok`): no ``<script>``, ``<style>``, ``<iframe>``, ``<object>``,
     ``<embed>``, ``<form>``, ``<input>``, ``<svg>``, ``<math>``, ``<base>``, ``<meta>``,
     ``<link>``; no ``on*``, ``id``, ``name``, ``class``, ``data-*`` (the formgrader page runs
-    jQuery and Bootstrap, whose data attributes act); ``style`` only with harmless
-    properties and never ``url()``. ``image/png``, ``image/jpeg`` and ``image/gif`` are kept
-    when they are valid base64 of such an image. ``text/latex`` is kept unless it holds a
+    jQuery and Bootstrap, whose data attributes act); ``style`` only with harmless properties
+    and never ``url()``; an ``<img>`` whose source is not an inline raster image becomes a plain
+    link to it (:class:`_ImagesAsLinks`). ``image/png``, ``image/jpeg`` and ``image/gif`` are
+    kept when they are valid base64 of such an image. ``text/latex`` is kept unless it holds a
     MathJax command above. Everything else is dropped: ``application/javascript``,
     ``image/svg+xml`` (it may hold script), Jupyter widgets, PDF, any unknown type (the tests
-    read no output of the notebook: they ask the kernel). When an
-    output keeps nothing, a ``text/plain`` note says what was removed. Output metadata keeps
-    only numeric ``width``/``height``, ``unconfined`` and ``alt`` of images (nbconvert writes
-    width and height into *unquoted* attributes; ``isolated`` HTML would become an iframe).
+    read no output of the notebook: they ask the kernel). When an output keeps nothing, a
+    ``text/plain`` note says what was removed. Output metadata keeps only numeric
+    ``width``/``height``, ``unconfined`` and ``alt`` of images (nbconvert writes width and
+    height into *unquoted* attributes; ``isolated`` HTML would become an iframe). The grader's
+    own notes (the frame of a student's own outputs, ``ownrun.py``) are made by
+    :func:`grader_output` in the grading process and kept as made: no output a student's code
+    prints can pass for one (:func:`_grader_made`).
 
 Metadata
     The notebook's metadata keeps only ``kernelspec`` and ``language_info`` with plain string
@@ -63,8 +75,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import html
+import os
 import re
+import secrets
 import uuid
 
 import bleach
@@ -87,10 +102,12 @@ BLANK_PNG = (
     "JRU5ErkJggg=="
 )
 UNSAFE_LINK = "#unsafe-link"
+MAX_HTML_CHARS = 200_000  # characters of one HTML text cleaned (bleach: ~2 s per 100,000)
+MAX_DEPTH = 100  # elements nested in one HTML text (html5lib: 1,000 cost 0.3 s, 32,000 624 s)
+TOO_BIG = "[not shown: too large or too deeply nested]"
 MAX_MARKDOWN = 50_000  # characters of one markdown text kept (the rest is cut)
 _SCHEME = re.compile(r"([a-z][a-z0-9+.\-]*):")
 _DATA_IMAGE = re.compile(r"data:(image/(?:png|jpeg|gif));base64,([A-Za-z0-9+/]*={0,2})", re.I)
-_LOOPBACK = re.compile(r"//(?:[^/@]*@)?(?:localhost|127\.|0\.0\.0\.0|\[::1?\]|\[::ffff:)", re.I)
 _URL_BREAKOUT = re.compile(r"""[<>"'`]|%(?:3c|3e|22|27|60)""", re.I)
 
 
@@ -106,21 +123,22 @@ def _raster(value: object, mime: str) -> str | None:
 
 def safe_url(url: str, image: bool = False) -> bool:
     """Whether a link (``image``: an image source) may point at ``url``, as a browser reads it
-    (entities decoded, whitespace and control characters dropped)."""
+    (entities decoded, whitespace and control characters dropped). An image source must be an
+    inline raster image: any other is a request as the page opens, to a host the student chose
+    (a tracking pixel) or to the instructor's own machine (``localhost`` has many spellings:
+    ``2130706433``, ``0x7f000001``...), so none is allowed, whatever its spelling."""
     plain = re.sub(r"[\x00-\x20\x7f]+", "", html.unescape(url))
+    if image:
+        match = _DATA_IMAGE.fullmatch(plain)
+        return bool(match) and _raster(match.group(2), match.group(1).lower()) is not None
     if plain.startswith("#"):
         return True  # a place in the same page
     if _URL_BREAKOUT.search(plain):
         return False  # nbgrader's pages echo URL paths unescaped: no markup in a URL
     scheme = _SCHEME.match(plain.lower())
-    if scheme is None:  # relative: a link needs a click; an image would be a request to the
-        return not image  # instructor's own server (a GET with their login) as the page loads
-    if scheme.group(1) in ("http", "https"):
-        return not (image and _LOOPBACK.match(plain.lower(), scheme.end()))
-    if image:
-        match = _DATA_IMAGE.fullmatch(plain)
-        return bool(match) and _raster(match.group(2), match.group(1).lower()) is not None
-    return scheme.group(1) == "mailto"
+    if scheme is None:
+        return True  # relative: a link needs a click
+    return scheme.group(1) in ("http", "https", "mailto")
 
 
 # --- TeX (MathJax typesets the page's text) -------------------------------------------------
@@ -162,8 +180,8 @@ def _html_attribute_ok(tag: str, name: str, value: str) -> bool:
     if tag == "a":
         return name == "href" and safe_url(value)
     if tag == "img":
-        if name == "src":
-            return safe_url(value, image=True)
+        if name == "src":  # any link-safe source: _ImagesAsLinks makes the remote ones links
+            return safe_url(value, image=True) or safe_url(value)
         return name == "alt" or (name in ("width", "height") and bool(_NUMBER.fullmatch(value)))
     if tag in ("td", "th"):
         if name in ("colspan", "rowspan"):
@@ -178,6 +196,45 @@ def _html_attribute_ok(tag: str, name: str, value: str) -> bool:
     return False
 
 
+# --- the student's words that look like the grader's -----------------------------------------
+
+STUDENT_MARK = "[printed by the student] "
+_GRADER_LIKE = re.compile(
+    r"^(?=[ \t>*_#`~|-]*[\[(<{]?[ \t]*(?:auto|nb)[ \t_.-]*grad(?:er|ing)\b)",
+    re.I | re.M,
+)
+
+
+def mark_grader_lines(text: str) -> str:
+    """``text`` with every line that starts like a note of the grader (``[autograder] ...``,
+    ``Autograder: 1 / 1 points``) marked as the student's (:data:`STUDENT_MARK`)."""
+    return _GRADER_LIKE.sub(STUDENT_MARK, text)
+
+
+class _ImagesAsLinks(html5lib_shim.Filter):
+    """After bleach's sanitizer: an ``<img>`` whose source is not an inline raster image
+    becomes a link to it, ``[image: alt]``; text that starts like a note of the grader is
+    marked (:func:`mark_grader_lines`)."""
+
+    def __iter__(self):
+        for token in super().__iter__():
+            kind = token["type"]
+            if kind in ("StartTag", "EmptyTag") and token["name"] == "img":
+                attrs = token.get("data") or {}
+                src = attrs.get((None, "src"), "")
+                if not safe_url(src, image=True):
+                    alt = attrs.get((None, "alt"), "") or src or "an image"
+                    if src:
+                        yield {"type": "StartTag", "name": "a", "data": {(None, "href"): src}}
+                    yield {"type": "Characters", "data": f"[image: {alt}]"}
+                    if src:
+                        yield {"type": "EndTag", "name": "a"}
+                    continue
+            elif kind == "Characters":
+                token = {**token, "data": mark_grader_lines(token["data"])}
+            yield token
+
+
 _CLEANER = bleach.Cleaner(
     tags=HTML_TAGS,
     attributes=_html_attribute_ok,
@@ -185,12 +242,56 @@ _CLEANER = bleach.Cleaner(
     strip=True,
     strip_comments=True,
     css_sanitizer=_CSS,
+    filters=[_ImagesAsLinks],
+)
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^<>]*?(/?)>")
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+# Closed by the next one of their kind or their parent: they never nest by themselves.
+_IMPLIED = frozenset(
+    "p li dt dd td th tr option optgroup rp rt thead tbody tfoot colgroup caption".split()
 )
 
 
+def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
+    """How deeply the elements of the HTML ``text`` nest at their deepest, scanned without a
+    parser (linear; at most ``limit + 1``: the scan stops there). An element left open counts
+    until its closing tag; an end tag of an element that is not open is ignored (as html5lib
+    ignores it); an over-estimate for markup that closes elements implicitly."""
+    stack: list[str] = []
+    open_count: dict[str, int] = {}
+    deepest = 0
+    for match in _TAG.finditer(text):
+        name = match.group(2).lower()
+        if name in _VOID or name in _IMPLIED or match.group(3):
+            continue
+        if not match.group(1):
+            stack.append(name)
+            open_count[name] = open_count.get(name, 0) + 1
+            deepest = max(deepest, len(stack))
+            if deepest > limit:
+                break
+        elif open_count.get(name):
+            while stack:
+                top = stack.pop()
+                open_count[top] -= 1
+                if top == name:
+                    break
+    return deepest
+
+
+def within_bounds(text: str) -> bool:
+    """Whether the HTML ``text`` is small and flat enough to be parsed (see the module
+    docstring): :data:`MAX_HTML_CHARS` and :data:`MAX_DEPTH`, checked in linear time."""
+    return len(text) <= MAX_HTML_CHARS and nesting_depth(text) <= MAX_DEPTH
+
+
 def sanitise_html(text: str) -> str:
-    """Student HTML (an output, a raw cell) with only inert tags and attributes left."""
-    return inert_tex(_CLEANER.clean(_drop_elements(_text(text))))
+    """Student HTML (an output, a raw cell) with only inert tags and attributes left; the
+    fixed note :data:`TOO_BIG` when it is too large or too deeply nested to parse."""
+    text = _text(text)
+    if not within_bounds(text):
+        return f"<p>{html.escape(TOO_BIG)}</p>"
+    return inert_tex(_CLEANER.clean(_drop_elements(text)))
 
 
 def _drop_elements(text: str) -> str:
@@ -284,6 +385,29 @@ def _target_ok(target: str, attachments: dict) -> bool:
     return safe_url(url) or safe_url(url, image=True)
 
 
+_IMAGE = re.compile(  # possessive: linear on a target that never closes
+    r"(\[?)!\[([^\[\]\n]*+)\]\(\s*+(<[^<>\n]*+>|[^\s()<>]*+(?:\([^\s()]*+\)[^\s()<>]*+)*+)"
+    r"(?:[ \t]++[^()\n]*+)?\)"
+)
+_REFERENCE_IMAGE = re.compile(r"!(?=\[[^\[\]\n]*\](?!\())")
+
+
+def _images_as_links(text: str, attachments: dict) -> str:
+    """Markdown images from anywhere but the cell's attachments or an inline raster image made
+    plain links (an image inside a link's text, a badge: its alt text); images by reference
+    (``![alt][ref]``) made links."""
+
+    def fix(match: re.Match) -> str:
+        inside, alt, target = match.group(1), match.group(2), match.group(3)
+        url = html.unescape(_MD_ESCAPE.sub(r"\1", target.strip("<>")))
+        attached = url.startswith("attachment:") and url[len("attachment:") :] in attachments
+        if attached or safe_url(url, image=True):
+            return match.group(0)
+        return f"{inside}{alt}" if inside else f"[{alt or 'image'}]({target})"
+
+    return _REFERENCE_IMAGE.sub("", _IMAGE.sub(fix, text))
+
+
 def _neutralise_links(text: str, attachments: dict) -> str:
     """Link and image targets (inline and reference definitions) that are not safe, replaced."""
 
@@ -300,7 +424,8 @@ def _escape_prose(text: str, attachments: dict) -> str:
     prose: list[str] = []
 
     def flush() -> None:
-        out.append(inert_tex(_neutralise_links("".join(prose), attachments)))
+        links = _images_as_links("".join(prose), attachments)
+        out.append(inert_tex(_neutralise_links(links, attachments)))
         prose.clear()
 
     pos = 0
@@ -439,7 +564,7 @@ def _as_code(source: str) -> str:
 def sanitise_markdown(source: str, attachments: dict | None = None) -> str:
     """Student Markdown made inert; checked by rendering it as nbconvert will."""
     attachments = attachments or {}
-    source = _text(source)
+    source = mark_grader_lines(_text(source))
     if len(source) > MAX_MARKDOWN:  # checking costs time: a bounded amount per text
         source = source[:MAX_MARKDOWN] + "\n\n[... cut by the autograder: too long]\n"
     escaped = _escape_markdown(source, attachments)
@@ -580,7 +705,7 @@ def _bundle(data: object) -> dict:
     removed: list[str] = []
     for mime, value in data.items() if isinstance(data, dict) else []:
         if mime == "text/plain":
-            kept[mime] = _text(value)
+            kept[mime] = mark_grader_lines(_text(value))
         elif mime == "text/html":
             kept[mime] = sanitise_html(_text(value))
         elif mime == "text/markdown":
@@ -620,16 +745,19 @@ def _output_metadata(md: object, data: dict) -> NotebookNode:
 
 def _output(out: dict) -> NotebookNode:
     kind = out.get("output_type")
+    if _grader_made(out):
+        return NotebookNode(out)
     if kind == "stream":
         name = out.get("name") if out.get("name") in ("stdout", "stderr") else "stdout"
-        return NotebookNode(output_type="stream", name=name, text=_text(out.get("text")))
+        text = mark_grader_lines(_text(out.get("text")))
+        return NotebookNode(output_type="stream", name=name, text=text)
     if kind == "error":
         lines = out.get("traceback") if isinstance(out.get("traceback"), list) else []
         return NotebookNode(
             output_type="error",
             ename=_text(out.get("ename")),
-            evalue=_text(out.get("evalue")),
-            traceback=[line for line in lines if isinstance(line, str)],
+            evalue=mark_grader_lines(_text(out.get("evalue"))),
+            traceback=[mark_grader_lines(line) for line in lines if isinstance(line, str)],
         )
     if kind in ("display_data", "execute_result"):
         data = _bundle(out.get("data"))
@@ -640,6 +768,48 @@ def _output(out: dict) -> NotebookNode:
             node.execution_count = _count(out.get("execution_count"))
         return node
     return NotebookNode(output_type="stream", name="stdout", text="[removed: unknown output]\n")
+
+
+# --- the grader's own notes -------------------------------------------------------------------
+
+_MADE: dict[int, tuple[str, set[str]]] = {}  # process id -> (its nonce, digests it made)
+
+
+def _made() -> tuple[str, set[str]]:
+    """This process's nonce and the digests of the notes it made (a forked worker starts its
+    own: nothing made in another process, another student's, counts here)."""
+    return _MADE.setdefault(os.getpid(), (secrets.token_hex(12), set()))
+
+
+def _digest(markup: str) -> str:
+    return hashlib.sha256(markup.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def grader_output(markup: str, text: str, metadata: dict | None = None) -> NotebookNode:
+    """A display output of the grader's: ``markup`` (HTML the grader wrote, every student
+    string in it escaped or cleaned already), ``text`` its plain-text form. Kept as made by
+    :func:`sanitise_notebook` in this process, and only here: no output a student's code
+    makes can pass for one (its markup carries a nonce of this process and is known by its
+    digest), so its label and style stay the grader's alone."""
+    nonce, digests = _made()
+    markup = f"<div data-a3-grader='{nonce}'>{markup}</div>"
+    digests.add(_digest(markup))
+    return NotebookNode(
+        output_type="display_data",
+        data={"text/html": markup, "text/plain": text},
+        metadata=NotebookNode(metadata or {}),
+    )
+
+
+def _grader_made(out: dict) -> bool:
+    """Whether ``out`` is an output :func:`grader_output` made in this process."""
+    data = out.get("data")
+    markup = data.get("text/html") if isinstance(data, dict) else None
+    return (
+        out.get("output_type") == "display_data"
+        and isinstance(markup, str)
+        and _digest(markup) in _made()[1]
+    )
 
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -7,17 +7,23 @@ object's ``_repr_html_``, JavaScript, SVG with ``onload``, an iframe, Markdown w
 image metadata that breaks out of its attribute, isolated HTML, a CSS ``url()``. (They use
 ``display(bundle, raw=True)``, which makes the same outputs as ``IPython.display.HTML`` and
 friends: importing those is flagged by the tamper scan.) Each payload, if it ran, would ask a
-"beacon" HTTP server on 127.0.0.1 for ``/hit?p=<name>``.
+"beacon" HTTP server on 127.0.0.1 for ``/hit?p=<name>``. Images are payloads too (issue 37):
+Markdown images and ``<img>`` in the student's own outputs (those of a cell grading skips) from
+the beacon, by name and as ``2130706433`` and ``0x7f000001`` (loopback spelt otherwise): a page
+that opens must fetch none of them. The own outputs also print lines like the grader's notes
+(``[autograder] This cell was run when grading ... Autograder: 1 / 1 points``): no page may show
+one as the grader's.
 
 ``make grade`` grades it (sandbox, sanitising, feedback). Then Chromium opens, through the
 DevTools protocol (clicking every ``javascript:`` link it finds): the student's feedback pages
 (file://) and the formgrader's pages for the submission, served by ``jupyter lab`` in the
-course directory, logged in, as ``make formgrade`` serves them. The beacon must get nothing.
+course directory, logged in, as ``make formgrade`` serves them (with its Content-Security-
+Policy). The beacon must get nothing.
 
 The positive control: the same notebook run without the autograder (nbclient, here) replaces
-the graded copy, nbgrader's own ``generate_feedback`` makes its feedback page and the same
-formgrader URL shows it; then every payload that nbgrader's templates let run must reach the
-beacon, or the harness is blind and the test fails.
+the graded copy, nbgrader's own ``generate_feedback`` makes its feedback page and nbgrader's own
+formgrader (no policy, no escaping) shows it at the same URL; then every payload that nbgrader's
+templates let run must reach the beacon, or the harness is blind and the test fails.
 
 Chromium is Debian's ``chromium`` (``make setup`` installs it as root on Debian/Ubuntu, see
 ``make browser-tools``; ``CHROMIUM=/path`` picks another): without it the test fails.
@@ -28,6 +34,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -55,6 +62,7 @@ LIVE = {
     "md-script", "md-img", "md-link", "md-link-entity", "md-mermaid", "md-other",
     "html-script", "repr-html", "javascript", "svg-inline", "iframe", "markdown-output",
     "png-width", "isolated", "html-link", "css-url",
+    "md-img-remote", "md-img-decimal", "own-img", "own-img-decimal", "own-img-hex",
 }  # fmt: skip
 # Also in the notebook, inert even unsanitised: SVG shown as an <img>, escaped text.
 INERT_ANYWAY = {"svg", "stream", "error"}
@@ -92,8 +100,8 @@ class Beacon:
         and no value (a ``javascript:`` link with a value replaces the page)."""
         return f"void(document.createElement('img').src='{self.url(name)}')"
 
-    def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.port}/hit?p={name}"
+    def url(self, name: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}/hit?p={name}"
 
     def take(self) -> set[str]:
         with self.lock:
@@ -208,7 +216,9 @@ def hostile(nb: nbformat.NotebookNode, beacon: Beacon) -> nbformat.NotebookNode:
                 f'<img src=x onerror="{js("md-img")}">\n\n'
                 f"[see the proof](javascript:{js('md-link')}) or "
                 f"[this one](jav&#x61;script:{js('md-link-entity')})\n\n"
-                f'```mermaid\ngraph TD\n<img src=x onerror="{js("md-mermaid")}">\n```\n'
+                f'```mermaid\ngraph TD\n<img src=x onerror="{js("md-mermaid")}">\n```\n\n'
+                f"![a pixel]({beacon.url('md-img-remote')}) and "
+                f"![my plot]({beacon.url('md-img-decimal', '2130706433')})\n"
             )
         elif cell.cell_type == "markdown" and cell.source.startswith("## Summary"):
             cell.source += f'\n\n<details open ontoggle="{js("md-other")}">more</details>'
@@ -259,6 +269,26 @@ SCROLL_TO_OWN_OUTPUT = """
   .scrollIntoView({block: "center"})
 """
 OWN_TEXT = "2 + 3 = 5 and 2 * 3 = 6   <- printed in the student's own run\n"
+FORGED = (
+    "[autograder] This cell was run when grading (the tests need it).\nAutograder: 1 / 1 points\n"
+)
+# A forged note shown as the grader's (the real verdicts of test cells say "Autograder: ...").
+UNMARKED = re.compile(r"^\W*\[autograder\] This cell was run", re.M)
+
+
+def own_outputs(beacon: Beacon) -> list:
+    """What the student's own run printed in the cell grading skips: text, lines like the
+    grader's, and images from the beacon (by name, and loopback as one number or in hex)."""
+    imgs = "".join(
+        f'<img src="{beacon.url(name, host)}" alt="{name}">'
+        for name, host in (("own-img", "127.0.0.1"), ("own-img-decimal", "2130706433"),
+                           ("own-img-hex", "0x7f000001"))
+    )  # fmt: skip
+    return [
+        nbformat.v4.new_output("stream", name="stdout", text=OWN_TEXT),
+        nbformat.v4.new_output("stream", name="stdout", text=FORGED),
+        nbformat.v4.new_output("display_data", data={"text/html": imgs, "text/plain": "imgs"}),
+    ]
 
 
 # --- the formgrader --------------------------------------------------------------------------
@@ -273,6 +303,8 @@ def free_port() -> int:
 class Formgrader:
     """``jupyter lab`` in the course directory, as ``make formgrade`` starts it, with a token
     (``plain``: nbgrader's own, its pages unescaped: the control)."""
+
+    headers: dict[str, str] = {}  # of the last page got
 
     def __init__(self, gdir: Path, tmp: Path, plain: bool = False):
         self.port, self.token = free_port(), "test-token-" + os.urandom(8).hex()
@@ -301,12 +333,14 @@ class Formgrader:
         return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
 
     def get(self, path: str) -> tuple[int, str]:
+        """GET ``path``: its status and body (its headers in ``self.headers``)."""
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{path}",
             headers={"Authorization": f"token {self.token}"},
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as resp:
+                self.headers = dict(resp.headers)
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as err:
             return err.code, ""
@@ -355,7 +389,7 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
     submission = hostile(src.solved("1_sums"), beacon)
     for cell in submission.cells:  # the student's own run printed this (grading skips the cell)
         if cell.source.startswith('print("2 + 3 ='):
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=OWN_TEXT)]
+            cell.outputs = own_outputs(beacon)
     folder = gdir / "submitted" / STUDENT / "a3"
     folder.mkdir(parents=True)
     (folder / "1_sums.ipynb").write_text(nbformat.writes(submission))
@@ -377,6 +411,7 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
         sid = submission_id(gdir, "1_sums")
         status, body = server.get(f"/formgrader/submissions/{sid}/")
         assert status == 200 and ANSWER_TEXT in body, status
+        assert "img-src data:" in server.headers.get("Content-Security-Policy", ""), server.headers
         pages["formgrader submission"] = server.url(f"/formgrader/submissions/{sid}/")
         for path in ("gradebook/a3/1_sums", f"manage_students/{STUDENT}/a3"):
             pages[f"formgrader {path}"] = server.url(f"/formgrader/{path}")
@@ -393,7 +428,14 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
             assert ANSWER_TEXT in seen[name]["text"], f"{name} did not show the submission"
             assert "<script>void(" in seen[name]["text"], f"{name}: the answer's HTML, as text"
             assert OWN_TEXT.strip() in seen[name]["text"], f"{name}: the student's own output"
-        assert "The output below is the student's own" in seen["formgrader submission"]["text"]
+            assert not UNMARKED.search(seen[name]["text"]), f"{name}: a student line as a note"
+            assert "[printed by the student] [autograder] This cell" in seen[name]["text"]
+            assert "[printed by the student] Autograder: 1 / 1 points" in seen[name]["text"]
+        assert (
+            "The student's own output, from the notebook they handed in; the autograder did "
+            "not run this cell" in seen["formgrader submission"]["text"]
+        )
+        assert "Your own results for this question" in seen["1_sums.html"]["text"]
         shots = os.environ.get("A3_SCREENSHOTS")  # docs/: the formgrader with the own output
         if shots:
             browser.call("Emulation.setDeviceMetricsOverride", width=1000, height=640,
@@ -407,22 +449,29 @@ def _check(tmp_path: Path, beacon: Beacon, browser: Browser) -> None:
         clickable = {name: page["clicked"] for name, page in seen.items() if page["clicked"]}
         assert not clickable, f"javascript: links left: {clickable}"
 
-        # The control: the same notebook, unsanitised, through the same pages.
-        notebooks.write(executed(submission), graded)
-        nbgrader_dir.nbgrader(grading, "generate_feedback", "a3", "--student", STUDENT, "--force")
-        for name in ("1_sums.html", "formgrader submission"):
-            page = browser.visit(pages[name])
+    finally:
+        server.close()
+    # The control: the same notebook, unsanitised (its own outputs as handed in), through the
+    # same pages: nbgrader's own feedback and nbgrader's own formgrader (no policy, no escaping).
+    control = executed(submission)
+    for cell in control.cells:
+        if cell.source.startswith('print("2 + 3 ='):
+            cell.outputs = own_outputs(beacon)
+    notebooks.write(control, graded)
+    nbgrader_dir.nbgrader(grading, "generate_feedback", "a3", "--student", STUDENT, "--force")
+    plain = Formgrader(gdir, tmp_path, plain=True)
+    try:
+        urls = {"1_sums.html": pages["1_sums.html"],
+                "formgrader submission": plain.url(f"/formgrader/submissions/{sid}/")}  # fmt: skip
+        for name, url in urls.items():
+            page = browser.visit(url)
             browser.blank()
             hits = beacon.take()
             assert ANSWER_TEXT in page["text"]
             missed = LIVE - hits
             assert not missed, f"control, {name}: {sorted(missed)} did not run ({sorted(hits)})"
             assert not hits & INERT_ANYWAY, hits
-    finally:
-        server.close()
-    # The control of the crafted link: nbgrader's own server runs it.
-    plain = Formgrader(gdir, tmp_path, plain=True)
-    try:
+        # The control of the crafted link: nbgrader's own server runs it.
         browser.visit(plain.url(f"/formgrader/manage_students/{crafted}"))
         browser.blank()
         assert "crafted-link" in beacon.take(), "control: the crafted link did not run unescaped"

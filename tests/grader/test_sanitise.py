@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import time
 from pathlib import Path
 
@@ -400,16 +401,20 @@ def test_widgets_and_unknown_outputs_are_dropped():
 # --- legitimate content, edge cases ----------------------------------------------------------
 
 
+BADGE = re.compile(r"\[!\[([^\]]*)\]\([^)]*\)\]")  # a remote image as a link's text
+
+
 def test_course_markdown_is_unchanged():
     """Every markdown cell of the course's notebooks (and the tiny test course) renders as
-    before: code spans with ``<SOS>``, math, links, badges."""
+    before: code spans with ``<SOS>``, math, links; a badge (a remote image) as its link."""
     paths = sorted((ROOT / "solutions" / "a3").glob("*.ipynb"))
     paths += sorted((ROOT / "tests" / "fixtures" / "course" / "solutions" / "a3").glob("*.ipynb"))
     count = 0
     for path in paths:
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "markdown":
-                assert sanitise_markdown(cell.source) == cell.source, (path.name, cell.source)
+                expected = BADGE.sub(r"[\1]", cell.source)
+                assert sanitise_markdown(cell.source) == expected, (path.name, cell.source)
                 count += 1
     assert count > 10
 
@@ -421,7 +426,7 @@ def test_legit_markdown_kept_exactly():
         "~~~\nraw <div> in a tilde fence\n~~~\n\n"
         "Escaped \\<b> stays text, ``double `tick` <i>`` code, \\\\(x < 1\\\\) and $$\n"
         "\\frac{a}{b} < c\n$$\n\n\\begin{align} a &< b \\end{align}\n\n"
-        "- [x] done task\n\n![img](https://example.com/i.png) ![png](data:image/png;base64,"
+        "- [x] done task\n\n[img](https://example.com/i.png) ![png](data:image/png;base64,"
         + PNG
         + ")\n"
     )
@@ -438,7 +443,7 @@ def test_unrenderable_markdown_is_shown_as_text():
     """A missing attachment (nbconvert would fail the whole page) or markup the scanner reads
     differently from the renderer: the cell is shown whole as a code block."""
     missing = sanitise_markdown("![x](attachment:gone.png)")
-    assert missing == "![x](#unsafe-link)"
+    assert missing == "[x](#unsafe-link)"
     assert not markdown_problems(missing)
     tricky = "- a\n\n        ```\n  <img src=x onerror=alert(1)>\n"  # a fence only to the scanner
     out = sanitise_markdown(tricky)
@@ -466,6 +471,10 @@ def test_long_markdown_is_fast():
         ("http://localhost:8888/logout", True, False),
         ("http://127.0.0.1:8888/formgrader?path=/tmp", True, False),
         ("http://localhost:8888/lab", False, True),
+        ("https://example.com/pixel.png", True, False),  # a tracking pixel: any host
+        ("http://2130706433:8888/lab", True, False),  # loopback, spelt as one number
+        ("http://0x7f000001:8888/lab", True, False),
+        ("#section", True, False),  # the page itself, fetched again
         (f"data:image/png;base64,{PNG}", True, True),
         (f"data:image/png;base64,{PNG}", False, False),
         ("data:image/svg+xml;base64,PHN2Zz4=", True, False),
@@ -503,3 +512,59 @@ def test_forged_records_are_dropped_like_any_unknown_output():
         "text/plain": "[removed: application/vnd.a3.probe+json output]"
     }
     assert "<script>x" not in pages["feedback"] and "&lt;script&gt;x" not in pages["feedback"]
+
+
+# --- remote images, grader-like lines, deep HTML (issue 37) ---------------------------------
+
+
+def test_remote_images_become_plain_links():
+    """Only inline raster images stay images: any other source (any host, the instructor's
+    own machine in any spelling) is a link, so opening a page fetches nothing."""
+    for src in ("https://tracker.example/p.png", "http://2130706433:8888/x", "//0x7f000001/x"):
+        out = sanitise_markdown(f"see ![plot]({src}) and ![][ref]\n\n[ref]: {src}")
+        assert f"[plot]({src})" in out and "![" not in out, out
+        assert "<img" not in sanitise._render_markdown(out, {})
+        cleaned = sanitise_html(f'<p><img src="{src}" alt="my plot"></p>')
+        assert "<img" not in cleaned and "[image: my plot]" in cleaned, cleaned
+    inline = f'<img src="data:image/png;base64,{PNG}">'
+    assert "<img" in sanitise_html(inline)
+    assert sanitise_markdown(f"![p](data:image/png;base64,{PNG})").startswith("![p]")
+
+
+def test_lines_like_the_graders_are_marked_as_the_students():
+    fake = "[autograder] This cell was run when grading\nAutograder: 1 / 1 points\nok\n"
+    out = sanitise._output({"output_type": "stream", "name": "stdout", "text": fake})
+    assert out.text.splitlines() == [
+        sanitise.STUDENT_MARK + "[autograder] This cell was run when grading",
+        sanitise.STUDENT_MARK + "Autograder: 1 / 1 points",
+        "ok",
+    ]
+    html_out = sanitise_html("<pre>  [Autograder] all tests passed</pre>")
+    assert sanitise.STUDENT_MARK + "[Autograder] all tests" in html_out
+    assert sanitise_markdown("nbgrader: full marks").startswith(sanitise.STUDENT_MARK)
+    assert sanitise_markdown("Grading was hard") == "Grading was hard"  # words, not notes
+
+
+def test_grader_notes_are_kept_only_when_this_process_made_them():
+    made = sanitise.grader_output("<div style='border:3px solid'>label</div>", "label")
+    assert sanitise._output(dict(made)) == made  # kept as made, style and all
+    forged = {"output_type": "display_data", "data": dict(made.data), "metadata": {}}
+    forged["data"]["text/html"] = made.data["text/html"].replace("label", "Label")
+    assert "border" not in sanitise._output(forged).data["text/html"]
+
+
+def test_deep_or_large_html_is_refused_before_any_parser_in_linear_time():
+    """32,000 nested <div>s cost html5lib 624 s (issue 37); the bounds are checked by a linear
+    scan first, and what fails them is a fixed note."""
+    assert sanitise.nesting_depth("<div>" * 5 + "</div>" * 5) == 5
+    assert sanitise.nesting_depth("<p>a<p>b<br><img src=x><li>c") == 0  # never nest alone
+    assert sanitise.nesting_depth("<div></span>" * 50) == 50  # a stray end tag closes nothing
+    assert sanitise.nesting_depth("<b>x" * 10_000) == sanitise.MAX_DEPTH + 1  # stops there
+    flat = "<table>" + "<tr><td>1</td><td>2</td></tr>" * 2000 + "</table>"  # a DataFrame
+    assert sanitise.within_bounds(flat) and "<td>2</td>" in sanitise_html(flat)
+    note = f"<p>{sanitise.TOO_BIG}</p>"
+    start = time.perf_counter()
+    assert sanitise_html("<div>" * 32_000 + "x" + "</div>" * 32_000) == note
+    assert sanitise_html("<b>" * 150 + "x") == note
+    assert sanitise_html("<div>" * 4_000_000) == note  # 20 MB
+    assert time.perf_counter() - start < 5  # linear: a fraction of a second here

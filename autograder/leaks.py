@@ -10,8 +10,9 @@ What it refuses in a released notebook:
 - a marker line (or a misspelt marker) that nbgrader would not have acted on;
 - a *distinctive* line of any notebook's solution regions, in any released notebook: one
   that is not trivial (:func:`trivial`: blank, a comment, an import, a bare name such as
-  ``return x`` or ``train_batches,``, a call without arguments such as ``plt.show()``, a
-  signature, brackets, under ``MIN_LINE_CHARS``), not an idiom of the course's given code
+  ``return x``, ``train_batches,`` or ``self.bert = bert``, a call without arguments such as
+  ``plt.show()``, a signature, brackets, under ``MIN_LINE_CHARS``), not an idiom of the
+  course's given code
   (:func:`idioms`: it stands in the given code of ``IDIOM_NOTEBOOKS`` notebooks or more),
   and not allowed by ``[release] allowed_copies`` (the line itself, or the first line of
   its solution region: the region is shown elsewhere on purpose);
@@ -20,10 +21,11 @@ What it refuses in a released notebook:
 - a sentence of any notebook's reference answers or instructor-only Markdown;
 - most of a solution region in a row (``COPY_RUN`` lines and ``COPY_SHARE`` of it).
 
-Assumption: a solution line that stands in the given code of one notebook is a leak unless
-``allowed_copies`` names it, since the release cannot tell a line pasted into a given cell
-from one the given code holds on purpose; an idiom the given code of several notebooks uses
-(``with torch.no_grad():``) gives nothing away.
+Assumption: a solution line that stands in the given code of a single notebook (its own or
+another) is a leak unless ``allowed_copies`` names it, since nothing in the notebooks tells a
+line pasted into a given cell from one the given code holds on purpose; an idiom that the given
+code of several notebooks uses (``with torch.no_grad():``) gives nothing away. So a line
+pasted into the given code of two notebooks or more passes as an idiom.
 """
 
 from __future__ import annotations

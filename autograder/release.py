@@ -689,9 +689,10 @@ def release(
             + "\n  ".join(problems)
         )
     if left:
+        why = "" if last.dependencies == dependencies else " (what every notebook depends on did)"
         raise ReleaseError(
             f"{', '.join(run)} passed every check; nothing published: {', '.join(left)} changed "
-            "since the last release and did not run (`make release` runs them)"
+            f"since the last release{why} and did not run (`make release` runs them)"
         )
     publish(course, gdir, names)
     date = time.strftime("%Y-%m-%d %H:%M")

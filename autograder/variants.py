@@ -45,6 +45,9 @@ class Variant:
     name: str
     edits: tuple[tuple[str, str, str], ...] = ()
     correct: bool = False  # another right answer: it must keep full marks
+    points: float | None = None  # the exact points it must get, where the set says (a do-nothing
+    # answer's: at most 10 % of the notebook's autograded points)
+    do_nothing: bool = False  # none of the asked-for computation (a stub of the right shape)
 
 
 @dataclass

@@ -60,6 +60,39 @@ def test_every_mutant_loses_points_but_not_all(graded):
             assert s.lost(), (name, s.variant.name)
 
 
+@pytest.mark.slow
+def test_variants_with_known_points_get_exactly_them(graded):
+    """A do-nothing answer keeps only what its set says (at most 10 % of the notebook), and a
+    stub whose notebook rebinds the given names the judges use gets what the stub alone gets."""
+    name, maximum, scores = graded
+    for s in scores:
+        if s.variant.points is not None:
+            assert s.score == pytest.approx(s.variant.points, abs=1e-6), (
+                name,
+                s.variant.name,
+                s.score,
+                s.lost(),
+            )
+
+
+# the sets with a do-nothing answer so far (cove and segments, Part 6's, are to follow)
+DO_NOTHING_SETS = ["attention", "bert", "copying", "decoding", "gru", "transformer"]
+
+
+@pytest.mark.parametrize("module", DO_NOTHING_SETS)
+def test_a_do_nothing_answer_is_worth_at_most_a_tenth(module):
+    """Each set has a do-nothing answer, whose known points are at most 10 % of the
+    notebook's autograded points."""
+    found = _set(module)
+    spec = judge.spec_of(
+        notebooks.read(ROOT / "solutions" / "a3" / f"{found.NOTEBOOK}.ipynb"), found.NOTEBOOK
+    )
+    stubs = [v for v in found.VARIANTS if v.do_nothing]
+    assert stubs, f"{found.NOTEBOOK}: no do-nothing answer in its variant set"
+    for v in stubs:
+        assert v.points is not None and v.points <= 0.1 * spec.autograded_max + 1e-9, v.name
+
+
 def test_every_notebook_of_the_course_has_its_variant_set():
     from autograder import config
 

@@ -11,8 +11,51 @@ ATTEND = """            context, weights = self.attention(
 CONCAT = "torch.cat([embed_current, context.squeeze(1)], dim=1)"
 STEP = "hidden = self.rnn(embed_and_context, hidden)  # (N, H)"
 WEIGHTS = "attention_weights = torch.cat(all_weights, dim=2)  # (N, S, T)"
+END = "        return self.out(hiddens), attention_weights  # (N, T, V), (N, S, T)"
+NO_ATTENTION = (  # a decoder without attention: uniform weights, no context
+    D,
+    ATTEND,
+    "            n, s = annotations.shape[:2]\n"
+    "            weights = torch.full((n, s, 1), 1.0 / s)  # (N, S, 1)\n"
+    "            context = torch.zeros_like(annotations[:, :1])  # (N, 1, H)",
+)
+# The given names the judges use, rebound after the given cells to lookalikes that cheat (a
+# Seq2Seq that reads the teacher-forced targets ahead) or break: the judges build them from the
+# course's source, so no point moves.
+CHEATS = """
+
+
+class PeekingSeq2Seq(train.Seq2Seq):
+    \"\"\"The given Seq2Seq, but step t also reads the target of step t + 1.\"\"\"
+
+    def forward(self, src, tgt_in):
+        logits, weights = super().forward(src, tgt_in)
+        ahead = torch.roll(tgt_in, -1, dims=1)  # tgt_in[t + 1] = tgt_out[t]
+        return logits + 20.0 * nn.functional.one_hot(ahead, logits.shape[-1]), weights
+
+
+train.Seq2Seq = PeekingSeq2Seq
+"""
+BROKEN = """
+
+
+class Broken(nn.Module):
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("a given name rebound")
+
+
+GRUEncoder = Broken
+train.Seq2Seq = Broken
+"""
 
 VARIANTS = [
+    Variant("a decoder without attention", (NO_ATTENTION,), points=0.0, do_nothing=True),
+    Variant(
+        "a decoder without attention, the given Seq2Seq rebound to one that peeks",
+        (NO_ATTENTION, (D, END, END + CHEATS)),
+        points=0.0,
+    ),
+    Variant("the given encoder and Seq2Seq rebound", ((D, END, END + BROKEN),), correct=True),
     Variant(
         "query is the new state (attends after the cell)",
         (

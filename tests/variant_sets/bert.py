@@ -30,8 +30,46 @@ MCC_BODY = """    c = torch.as_tensor(confusion, dtype=torch.float64)  # (K, K)
     numerator = correct * s - p @ t
     denominator = torch.sqrt((s**2 - p @ p) * (s**2 - t @ t))
     return float(numerator / denominator) if denominator > 0 else 0.0"""
+DO_NOTHING = (  # logits of the right shape that read nothing; an MCC that is always 0
+    (B, CLS, "logits = torch.zeros(states.shape[0], 3, requires_grad=True)"),
+    (M, MCC_BODY, "    return 0.0"),
+)
+# The given names the judges use, rebound after the given cells: the judges build them from the
+# course's source, so no point moves.
+REBOUND = """
+
+
+def tiny_bert(*args, **kwargs):
+    raise RuntimeError("a given name rebound")
+
+
+StubEncoder = tiny_bert
+sys = None
+"""
+RELU_NAMED_GELU = """self.head = nn.Sequential(
+            nn.Dropout(0.1),
+            nn.Linear(hidden, 128),
+            type("GELU", (nn.ReLU,), {})(),  # BertMLPExample's head, its ReLU named GELU
+            nn.Linear(128, num_labels),
+        )"""
 
 VARIANTS = [
+    Variant(
+        "the given tiny_bert, StubEncoder and sys rebound",
+        ((M, RETURN, RETURN + REBOUND),),
+        correct=True,
+    ),
+    Variant(
+        "BertMLPExample's head, its ReLU a subclass named GELU",
+        ((B, HEAD, RELU_NAMED_GELU),),
+        points=0.45,
+    ),
+    Variant(
+        "freeze flags that lie: the encoder unfrozen at the first forward",
+        ((B, ENCODE, "self.bert.requires_grad_(True)\n        " + ENCODE),),
+        points=0.44,
+    ),
+    Variant("every answer a stub of the right shape", DO_NOTHING, points=0.0, do_nothing=True),
     # --- BertMLP: which hidden state the head reads, and the mask
     Variant(
         "logits from the mean of all positions",
@@ -86,6 +124,8 @@ VARIANTS = [
             ),
         ),
     ),
+    # Freezing is judged by what training does (issue 37): no gradient of the loss reaches an
+    # encoder run without gradients, so no optimizer moves it: frozen, whatever its flags say.
     Variant(
         "freeze_bert runs the encoder without gradients instead of freezing its parameters",
         (
@@ -96,6 +136,7 @@ VARIANTS = [
                 "with torch.set_grad_enabled(not self.freeze_bert):\n            " + ENCODE,
             ),
         ),
+        correct=True,
     ),
     # --- the head
     Variant(

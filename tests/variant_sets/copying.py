@@ -19,8 +19,27 @@ MERGE = """            merged, i = [], 0
                     merged.append(symbols[i])
                     i += 1
             words[word] = merged"""
+DO_NOTHING = (  # no copying at all, and no merges learnt
+    (C, MIX, "return p_vocab"),
+    (L, START, "return []\n    " + START),
+)
+# The given names the judges use, rebound after the given cells: the judges build them from the
+# course's source, so no point moves.
+REBOUND = """
+
+
+class Broken(torch.nn.Module):
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("a given name rebound")
+
+
+PointerGeneratorDecoder = AdditiveAttention = CopyEncoder = GRUEncoder = Broken
+train.Seq2Seq = Broken
+"""
 
 VARIANTS = [
+    Variant("the given models rebound", ((C, MIX, MIX + REBOUND),), correct=True),
+    Variant("every answer a stub of the right shape", DO_NOTHING, points=0.0, do_nothing=True),
     # --- copy_mixture
     Variant(
         "copy: p_gen and 1 - p_gen swapped",

@@ -25,8 +25,33 @@ GREEDY = """rows = decode.greedy_decode(model, src, max_len)[0].tolist()  # the 
     ]
     return best, torch.tensor(scores)
     """
+UNIFORM = "attention_weights = torch.full_like(scores, 1.0 / scores.shape[1])  # (N, S, 1)"
+MEAN = "context = values.mean(dim=1, keepdim=True)  # (N, 1, H)"
+DO_NOTHING = (  # uniform attention, and a beam search that returns <EOS> at once
+    (D, WEIGHTS, UNIFORM),
+    (D, CONTEXT, MEAN),
+    (M, WEIGHTS, UNIFORM),
+    (M, CONTEXT, MEAN),
+    (B, FIRST, "return [[vocab.EOS_ID]] * src.shape[0], torch.zeros(src.shape[0])\n    " + FIRST),
+)
+BEAM_END = "    return [ids for _, ids in best], torch.tensor([score for score, _ in best])"
+# The given names the judges use, rebound after the given cells: the judges build them from the
+# course's source, so no point moves.
+REBOUND = """
+
+
+class Broken(nn.Module):
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("a given name rebound")
+
+
+GRUEncoder = LuongAttentionDecoder = AdditiveAttention = lookup_model = Broken
+train.Seq2Seq = Broken
+"""
 
 VARIANTS = [
+    Variant("the given models rebound", ((B, BEAM_END, BEAM_END + REBOUND),), correct=True),
+    Variant("every answer a stub of the right shape", DO_NOTHING, points=0.1, do_nothing=True),
     # --- DotAttention
     Variant(
         "dot: scores divided by sqrt(H)",

@@ -8,8 +8,50 @@ G = "my_gru_cell"
 RESET = "r = torch.sigmoid(self.Wir(x) + self.Whr(h_prev))  # reset gate (N, H)"
 UPDATE = "z = torch.sigmoid(self.Wiz(x) + self.Whz(h_prev))  # update gate (N, H)"
 NEW = "h_new = (1 - z) * g + z * h_prev"
+END = "        return h_new"
+# The given names the judges use, rebound after the given cells (here, below the answer) to
+# lookalikes that cheat: a decoder that reads the teacher-forced targets ahead (so "30 Adam
+# steps lower the loss" passes for any cell), and a Seq2Seq and encoder that do nothing useful.
+# The judges build them from the course's source, so no point moves.
+CHEATS = """
+
+
+class PeekingDecoder(RNNDecoder):
+    \"\"\"The given decoder, but step t also reads the target of step t + 1.\"\"\"
+
+    calls = 0
+
+    def forward(self, inputs, annotations, hidden_init):
+        PeekingDecoder.calls += 1
+        logits, hidden = super().forward(inputs, annotations, hidden_init)
+        ahead = torch.roll(inputs, -1, dims=1)  # tgt_in[t + 1] = tgt_out[t]
+        return logits + 20.0 * nn.functional.one_hot(ahead, logits.shape[-1]), hidden
+
+
+RNNDecoder = PeekingDecoder
+"""
+BROKEN = """
+
+
+class Broken(nn.Module):
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("a given name rebound")
+
+
+GRUEncoder = RNNDecoder = Broken
+train.Seq2Seq = Broken
+"""
 
 VARIANTS = [
+    Variant("forward returns h_prev", ((G, NEW, "h_new = h_prev"),), points=0.0, do_nothing=True),
+    Variant(
+        "forward returns h_prev, the given decoder rebound to one that peeks",
+        ((G, NEW, "h_new = h_prev"), (G, END, END + CHEATS)),
+        points=0.0,
+    ),
+    Variant(
+        "the given encoder, decoder and Seq2Seq rebound", ((G, END, END + BROKEN),), correct=True
+    ),
     Variant("reset gate unused", ((G, "r * self.Whn(h_prev)", "self.Whn(h_prev)"),)),
     Variant("z and 1 - z swapped", ((G, NEW, "h_new = z * g + (1 - z) * h_prev"),)),
     Variant(

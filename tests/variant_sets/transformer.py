@@ -15,8 +15,59 @@ EMBED = "annotations = self.embedding(inputs) + self.positional_encodings[:seq_l
 DEC_SELF = "self.self_attentions[i](contexts, contexts, contexts)"
 DEC_CROSS = "residual_contexts, annotations, annotations\n"
 DEC_CROSS_RESIDUAL = "residual_contexts = residual_contexts + new_contexts  # (N, T, H)"
+UNIFORM = (  # an attention layer that computes nothing: zero context, uniform weights
+    "return queries * 0, torch.full((keys.shape[0], keys.shape[1], queries.shape[1]), "
+    "1.0 / keys.shape[1])"
+)
+DEC_BLOCK = (
+    (
+        "            new_contexts, _ = self.self_attentions[i](contexts, contexts, contexts)"
+        "  # (N, T, H)\n"
+    )
+    + """            residual_contexts = contexts + new_contexts  # (N, T, H)
+            new_contexts, encoder_attention_weights = self.encoder_attentions[i](
+                residual_contexts, annotations, annotations
+            )  # (N, T, H), (N, S, T)
+            residual_contexts = residual_contexts + new_contexts  # (N, T, H)"""
+)
+DEC_NOTHING = """            residual_contexts = contexts  # (N, T, H)
+            n, s, t = annotations.shape[0], annotations.shape[1], contexts.shape[1]
+            encoder_attention_weights = torch.full((n, s, t), 1.0 / s)  # (N, S, T)"""
+DO_NOTHING = (
+    (A, RETURN, UNIFORM),
+    (C, RETURN, UNIFORM),
+    (
+        E,
+        "residual_annotations = annotations + new_annotations",
+        "residual_annotations = annotations",
+    ),
+    (D, DEC_BLOCK, DEC_NOTHING),
+)
+DEC_END = "        return self.out(contexts), encoder_attention_list"
+# The given names the judges use, rebound after the given cells to lookalikes: stand-ins that
+# keep the student's layers, a Seq2Seq whose logits are zeros. The judges build them from the
+# course's source, so no point moves.
+REBOUND = """
+
+
+def with_stand_ins(model):
+    return model
+
+
+class ZeroSeq2Seq(train.Seq2Seq):
+    def forward(self, src, tgt_in):
+        logits, maps = super().forward(src, tgt_in)
+        return logits * 0, maps
+
+
+train.Seq2Seq = ZeroSeq2Seq
+"""
 
 VARIANTS = [
+    Variant(
+        "the given stand-ins and Seq2Seq rebound", ((D, DEC_END, DEC_END + REBOUND),), correct=True
+    ),
+    Variant("every answer a stub of the right shape", DO_NOTHING, points=0.0, do_nothing=True),
     # ScaledDotAttention
     Variant("attention: no 2-D branch", ((A, TWO_D, ""),)),
     Variant(

@@ -250,13 +250,14 @@ for path in {sys.prefix, sys.base_prefix, *site.getsitepackages(), *found}:
 """
 
 
-def _uid_problem() -> str:
-    """Why a kernel of its own uid cannot run outside bwrap ("" when it can): an unprivileged
-    uid must reach and read the kernel's Python, ipykernel and course_lib, and must not be able
-    to write into them (the grader runs that Python as root). ``setpriv`` starts the program
-    before it loses root's rights, so a Python in an unreadable folder (``/root/.pyenv``) still
-    starts, but finds another installation's libraries, or none: that counts as unusable."""
-    cmd = [*_drop(UID_BASE), sys.executable, "-I", "-c", _UID_CHECK, sys.version, sys.base_prefix]
+def _uid_problem(uid: int) -> str:
+    """Why a kernel of its own uid cannot run outside bwrap ("" when it can), tried as ``uid``
+    (a claimed one): an unprivileged uid must reach and read the kernel's Python, ipykernel and
+    course_lib, and must not be able to write into them (the grader runs that Python as root).
+    ``setpriv`` starts the program before it loses root's rights, so a Python in an unreadable
+    folder (``/root/.pyenv``) still starts, but finds another installation's libraries, or
+    none: that counts as unusable."""
+    cmd = [*_drop(uid), sys.executable, "-I", "-c", _UID_CHECK, sys.version, sys.base_prefix]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/", env=env)
@@ -277,16 +278,26 @@ def probe() -> Status:
         return Status(False, False, reason, reason)
     root = os.geteuid() == 0
     unprivileged = root and shutil.which("setpriv") is not None
-    if not root:
-        uid_problem = "the grader does not run as root"
-    elif not unprivileged:
-        uid_problem = "setpriv (util-linux) not found"
-    else:
-        uid_problem = _uid_problem()
+    if not unprivileged:
+        why = "setpriv (util-linux) not found" if root else "the grader does not run as root"
+        return _probe_bwrap(None, unprivileged, why)
+    # The probes run as a uid claimed like a worker's: a uid no kernel of another worker holds
+    # (whose kill of its uid's processes would end a probe), nor any kernel it could see.
+    try:
+        uid, lock = _claim_uid(os.getpid())
+    except RuntimeError as err:  # no lock folder, or every uid held: no kernel could claim one
+        return _probe_bwrap(None, unprivileged, str(err))
+    try:
+        return _probe_bwrap(uid, unprivileged, _uid_problem(uid))
+    finally:
+        lock.close()
+
+
+def _probe_bwrap(uid: int | None, unprivileged: bool, uid_problem: str) -> Status:
+    """:func:`probe`'s second half: whether bwrap runs here (dropping to ``uid`` inside)."""
     if shutil.which("bwrap") is None:
         reason = "bubblewrap not installed: apt-get install bubblewrap"
         return Status(False, unprivileged, reason, uid_problem)
-    uid = UID_BASE if unprivileged else None
     cmd = [*_bwrap(uid), "--", *_drop(uid), "true"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)

@@ -217,11 +217,20 @@ def _fake_course(top: Path) -> tuple[Path, dict[str, Path]]:
     return course, files
 
 
+@pytest.fixture
+def claimed_uid():
+    """A sandbox uid claimed as a grading worker claims one: no other test's kernel runs as it
+    meanwhile, and no other worker kills what runs as it (``sandbox._claim_uid``)."""
+    uid, lock = sandbox._claim_uid(os.getpid())
+    yield uid
+    lock.close()
+
+
 @AS_ROOT
-def test_protect_hides_the_grader_folders_but_what_the_kernel_needs(open_dir):
+def test_protect_hides_the_grader_folders_but_what_the_kernel_needs(open_dir, claimed_uid):
     course, files = _fake_course(open_dir)
     needed = [course / ".venv", course / "course_lib"]
-    uid = sandbox.UID_BASE + 3999
+    uid = claimed_uid
     reads = "".join(f'cat {shlex.quote(str(p))} >/dev/null 2>&1 && echo "read {n}"\n'
                     for n, p in files.items())  # fmt: skip
     assert _as_uid(uid, reads).split("\n")[:-1] == [f"read {n}" for n in files]  # as checked out
@@ -271,12 +280,14 @@ from traitlets.config import Config
 from autograder import config, sandbox
 from autograder import gradeexec
 from autograder.gradeexec import GradeExecute
-
+from autograder.processes import running
 
 
 def owned(uid):
-    uids = [(p.pid, p.info["uids"]) for p in psutil.process_iter(["uids"])]
-    return [pid for pid, ids in uids if ids is not None and ids.real == uid]
+    # The processes of uid still running. A zombie has ended: it waits for the machine's init
+    # to reap it, in init's own time (longer on a loaded machine), which no sandbox sets.
+    procs = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] is not None]
+    return [p.pid for p in procs if p.info["uids"].real == uid and running(p)]
 
 
 case = json.loads(sys.argv[1])
@@ -295,7 +306,7 @@ try:
     home = box.home.stat()
 finally:
     box.cleanup()
-for _ in range(50):  # killed: gone once their parent reaps them
+for _ in range(50):  # killed: ended once the kernel delivers the signal
     after = owned(box.uid)
     if not after:
         break

@@ -1,11 +1,13 @@
 """`make release`: the student notebooks and bundle, and the checks that must fail loudly.
 
-End to end on temporary copies of the tiny course in tests/fixtures/course (passing, then
-with one fault of each kind, then with the points and lint faults that stop it before anything
-runs) and of the repository's own solutions (passing, and the committed assignments/a3 up to
-date); the checks alone on hand-made notebooks. The release history: a second release of the
-tiny course after a test's docstring changed records both, and the intake accepts a notebook
-made from the first.
+End to end on temporary copies of the tiny course in tests/fixtures/course (passing; with one
+fault of each kind the static checks find, which stop it before any notebook runs, a single
+solution line pasted anywhere among them; with the faults only running finds; with the points
+and lint faults that stop it before nbgrader) and of the repository's own solutions (passing,
+and the committed assignments/a3 up to date); the checks alone on hand-made notebooks. The
+release history: a second release of the tiny course after a test's docstring changed records
+both, and the intake accepts a notebook made from the first; it also records what each release
+verified, so that only changed notebooks (or those --notebook names) run again.
 """
 
 from __future__ import annotations
@@ -439,16 +441,29 @@ def test_only_the_notebooks_changed_since_the_last_release_run_again(
     release.release(course, jobs=1, log=printed.append)
     assert calls[-1] == ["2_words"]
     assert "An edited introduction." in (root / "assignments/a3/2_words.ipynb").read_text()
-    release.release(course, jobs=1, log=printed.append)  # the edit was verified and recorded
-    assert calls[-1] == []
+    now = json.loads((root / "autograder" / "judges" / "a3.history.json").read_text())
+    verified = {n: r["digest"] for n, r in now["verified"]["notebooks"].items()}
+    before = {n: r["digest"] for n, r in history["verified"]["notebooks"].items()}
+    assert verified["1_sums"] == before["1_sums"] and verified["2_words"] != before["2_words"]
     monkeypatch.setattr(release, "dependencies_digest", lambda course: "course_lib changed")
     release.release(course, jobs=1, log=printed.append)
     assert calls[-1] == ["1_sums", "2_words"]
-    release.release(course, jobs=1, log=printed.append, everything=True)  # --all
-    assert calls[-1] == ["1_sums", "2_words"]
+    assert any("course_lib, the grader's judge code or the environment" in p for p in printed)
 
 
-def test_make_release_notebook_runs_only_the_named_ones(tiny_release, tmp_path, monkeypatch):
+def test_plan_runs_picks_changed_named_or_every_notebook():
+    last = release.Verified("deps", {"a": {"digest": "1"}, "b": {"digest": "2"}})
+    names, digests = ["a", "b", "c"], {"a": "1", "b": "changed", "c": "new"}
+    assert release.plan_runs(names, digests, "deps", last) == (["b", "c"], ["a"], [])
+    assert release.plan_runs(names, digests, "other", last) == (names, [], [])
+    assert release.plan_runs(names, digests, "deps", last, everything=True) == (names, [], [])
+    assert release.plan_runs(names, digests, "deps", last, only=("a",)) == (["a"], [], ["b", "c"])
+    assert release.plan_runs(names, digests, "other", last, only=("c",)) == (["c"], [], ["a", "b"])
+
+
+def test_make_release_notebook_runs_only_the_named_ones(
+    tiny_release, tmp_path, monkeypatch, capsys
+):
     """`make release NOTEBOOK=...` (--notebook) runs the named notebooks only, changed or not;
     it publishes only when every other notebook is unchanged since the last release."""
     from autograder.__main__ import main
@@ -459,11 +474,13 @@ def test_make_release_notebook_runs_only_the_named_ones(tiny_release, tmp_path, 
     assert main(["--root", str(root), "release", "--notebook", "1_sums"]) == 0
     assert calls == [["1_sums"]]
     _edit_markdown(root, "2_words", "Edited, not run.")
+    capsys.readouterr()
     assert main(["--root", str(root), "release", "--notebook", "1_sums"]) == 1
     assert calls[-1] == ["1_sums"]
+    assert "1_sums passed every check; nothing published: 2_words changed" in (
+        capsys.readouterr().err
+    )
     assert "Edited, not run." not in (root / "assignments/a3/2_words.ipynb").read_text()
-    with pytest.raises(release.ReleaseError, match="nothing published: 2_words changed"):
-        release.release(config.load(root), jobs=1, log=lambda *a: None, only=("1_sums",))
     with pytest.raises(release.ReleaseError, match="no such notebook in .*: 3_x"):
         release.release(config.load(root), jobs=1, log=lambda *a: None, only=("3_x",))
     assert main(["--root", str(root), "release", "--notebook", "2_words", "1_sums"]) == 0

@@ -655,11 +655,16 @@ def release(
     for name in sorted(set(course.points) - set(names)):
         log(f"note: [release.points] in course.toml lists {name}, not in {course.solutions_dir}")
     log(f"generating the student version of {course.solutions_dir} with nbgrader ...")
-    nbgrader_dir.generate_assignment(course, gdir, force=True)
+    specs = {n: judge.spec_of(solutions[n], n) for n in names}  # as nbgrader_dir writes them
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the judge cells run meanwhile
+        ill_formed = pool.submit(
+            lambda: [p for n in names for p in spec_problems(specs[n], solutions[n])]
+        )
+        nbgrader_dir.generate_assignment(course, gdir, force=True)
+        problems = ill_formed.result()
     sources = {n: notebooks.read(gdir.source / f"{n}.ipynb") for n in names}
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
-    specs = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in names}
-    problems = static_problems(course, gdir, solutions, released, specs, draft, log)
+    problems += static_problems(course, gdir, solutions, released, draft, log)
     if problems:
         raise ReleaseError(
             f"release stopped before running any notebook: {len(problems)} problem(s); "
@@ -723,13 +728,13 @@ def static_problems(
     gdir: nbgrader_dir.GradingDir,
     solutions: dict[str, NotebookNode],
     released: dict[str, NotebookNode],
-    specs: dict[str, judge.Spec],
     draft: bool,
     log=print,
 ) -> list[str]:
-    """Problems the release finds without running anything, after ``generate_assignment``:
+    """Problems the release finds in what ``generate_assignment`` made, running nothing:
     a placeholder repository (unless ``draft``), anything instructor-only in the release
-    (:func:`leaks.check_no_secrets`), the stamp, the student copy, ill-formed tests."""
+    (:func:`leaks.check_no_secrets`), the stamp, the student copy. (Ill-formed tests,
+    :func:`spec_problems`, are found while nbgrader runs.)"""
     problems = []
     if course.placeholder_repo:
         if draft:
@@ -743,6 +748,4 @@ def static_problems(
     problems += check_no_secrets(solutions, released, course.allowed_copies)
     problems += check_stamped(course, released)
     problems += check_student_copy(list(released), gdir.release)
-    for name in released:
-        problems += spec_problems(specs[name], solutions[name])
     return problems

@@ -388,24 +388,26 @@ def _target_ok(target: str, attachments: dict) -> bool:
 _IMAGE = re.compile(  # possessive: linear on a target that never closes
     r"(\[?)!\[([^\[\]\n]*+)\]\(\s*+(<[^<>\n]*+>|[^\s()<>]*+(?:\([^\s()]*+\)[^\s()<>]*+)*+)"
     r"(?:[ \t]++[^()\n]*+)?\)"
+    r"|!(?=\[[^\[\]\n]*+\])"  # any other image: by reference, or a target read otherwise
 )
-_REFERENCE_IMAGE = re.compile(r"!(?=\[[^\[\]\n]*\](?!\())")
 
 
 def _images_as_links(text: str, attachments: dict) -> str:
     """Markdown images from anywhere but the cell's attachments or an inline raster image made
-    plain links (an image inside a link's text, a badge: its alt text); images by reference
-    (``![alt][ref]``) made links."""
+    plain links (an image inside a link's text, a badge: its alt text); any other image (by
+    reference, ``![alt][ref]``, or a target the pattern does not read) made a link too."""
 
     def fix(match: re.Match) -> str:
         inside, alt, target = match.group(1), match.group(2), match.group(3)
+        if target is None:
+            return ""  # the "!" of an image: a link instead
         url = html.unescape(_MD_ESCAPE.sub(r"\1", target.strip("<>")))
         attached = url.startswith("attachment:") and url[len("attachment:") :] in attachments
         if attached or safe_url(url, image=True):
             return match.group(0)
         return f"{inside}{alt}" if inside else f"[{alt or 'image'}]({target})"
 
-    return _REFERENCE_IMAGE.sub("", _IMAGE.sub(fix, text))
+    return _IMAGE.sub(fix, text)
 
 
 def _neutralise_links(text: str, attachments: dict) -> str:

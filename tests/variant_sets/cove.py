@@ -23,7 +23,56 @@ POOLED = "pooled = torch.bmm(weights.unsqueeze(1), h).squeeze(1)"
 INTEGRATE_X = "x_given_y = self.integrate_x(torch.cat([x, x - c_y, x * c_y], dim=-1))"
 INTEGRATE_Y = "y_given_x = self.integrate_y(torch.cat([y, y - c_x, y * c_x], dim=-1))"
 
+BCN_START = "        w = self.features(words, mask)  # (N, L, F)\n"
+BCN_END = "        return F.cross_entropy(logits, labels), logits"
+# A do-nothing answer: every piece a stub of the right shape (zeros), computing nothing.
+DO_NOTHING = (
+    (X, "self.static = static.requires_grad_(False)", "self.static = static"),
+    (X, "self.encoder = encoder.requires_grad_(False)", "self.encoder = encoder"),
+    (
+        X,
+        EVAL + NO_GRAD + f"        {CAT}  # (N, L, E + H)\n        {ZERO_PADS}",
+        "        size = self.static.weight.shape[1] + self.encoder.embedding.weight.shape[1]\n"
+        "        return torch.zeros(*words.shape, size)",
+    ),
+    (B, OVER_X, "c_x, c_y = torch.zeros_like(y), torch.zeros_like(x)"),
+    (B, OVER_Y, "over_y = None"),
+    (B, "c_x = torch.bmm(over_x.transpose(1, 2), x)", "pass"),
+    (B, "c_y = torch.bmm(over_y, y)", "pass"),
+    (P, MAX, "largest = torch.zeros_like(h[:, 0])"),
+    (P, MEAN, "mean = torch.zeros_like(h[:, 0])"),
+    (P, MIN, "smallest = torch.zeros_like(h[:, 0])"),
+    (S, WEIGHTS, "weights = torch.zeros_like(scores)"),
+    (S, POOLED, "pooled = torch.zeros_like(h[:, 0])"),
+    (
+        N,
+        BCN_START,
+        "        logits = torch.zeros(words.shape[0], self.classifier[-1].out_features)\n"
+        "        if labels is None:\n"
+        "            return logits\n"
+        "        return F.cross_entropy(logits, labels), logits\n" + BCN_START,
+    ),
+)
+# The given names the judges build composites from, rebound after the answers: the judges
+# build them from the course's source (course.GRUEncoder...), so no point moves.
+BROKEN = """
+
+
+class Broken(nn.Module):
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("a given name rebound")
+
+
+GRUEncoder = StandInEncoder = StaticFeatures = Broken
+"""
+
 VARIANTS = [
+    Variant("every piece a stub of zeros", DO_NOTHING, points=0.0, do_nothing=True),
+    Variant(
+        "the given encoders and StaticFeatures rebound",
+        ((N, BCN_END, BCN_END + BROKEN),),
+        correct=True,
+    ),
     # CoVeFeatures
     Variant(
         "extractor: the encoder not frozen (it trains with the classifier)",
@@ -32,9 +81,10 @@ VARIANTS = [
             (X, NO_GRAD, "        states, _ = self.encoder(words)  # (N, L, H)\n"),
         ),
     ),
-    Variant(  # loses 0.05 (it lost 0.025 before the static vectors' check weighed 0.05)
+    Variant(  # it lost 0.025 before the static vectors' check weighed 0.05
         "extractor: the static vectors not frozen",
         ((X, "self.static = static.requires_grad_(False)", "self.static = static"),),
+        points=0.95,
     ),
     Variant("extractor: the encoder left in training mode (dropout on)", ((X, EVAL, ""),)),
     Variant(
@@ -109,7 +159,7 @@ VARIANTS = [
             (B, OVER_Y, "over_y = torch.softmax(affinity, dim=2) * y_mask.unsqueeze(1)"),
         ),
     ),
-    Variant(  # loses 0.02 (finite) + 0.03 (BCN padding: the NaN reaches every pool)
+    Variant(  # 0.02 (finite) + 0.03 (BCN padding: the NaN reaches every pool)
         "biattention: one mask over both axes (NaN rows at padded positions)",
         (
             (
@@ -124,6 +174,7 @@ VARIANTS = [
                 'over_y = torch.softmax(affinity.masked_fill(~both, float("-inf")), dim=2)',
             ),
         ),
+        points=0.95,
     ),
     Variant(
         "biattention: einsum and an additive -1e9 mask",
@@ -247,11 +298,12 @@ VARIANTS = [
             ),
         ),
     ),
-    Variant(  # loses 0.02: every other check runs in eval mode
+    Variant(  # only the training-mode check sees it: every other check runs in eval mode
         "BCN: the classifier's dropout never applied",
         ((N, "logits = self.classifier(pooled)", "logits = self.classifier[1:](pooled)"),),
+        points=0.98,
     ),
-    Variant(  # loses 0.02: dropout in eval mode too
+    Variant(
         "BCN: dropout applied in eval mode too",
         (
             (
@@ -260,6 +312,7 @@ VARIANTS = [
                 "logits = self.classifier[1:](F.dropout(pooled, 0.1, training=True))",
             ),
         ),
+        points=0.9,
     ),
     Variant(
         "BCN: the pools gathered in a loop",

@@ -8,11 +8,14 @@ It measures the reference solution's own code: the cells of ``6b_segment_attenti
 define ``masked_attention``, ``segment_keys_mask``, ``SegmentAttention`` and the runs the
 notebook times (``cost_runs``: BERT's full self-attention and segment attention with
 S = M = sqrt(n), batch 1, d = 32) are executed here, and :func:`course_lib.cost.measure` times
-one forward pass of each (the median of three) and the bytes autograd keeps for the backward
-pass. The table gives both per length, and the exponents of power laws fitted on a log-log
-scale over the three longest inputs (the shortest ones mostly measure Python's overhead):
-about 2 for full attention, well below it for segment attention. On the CPU torch uses one
-thread, as ``env.setup`` does in every notebook.
+one forward pass of each (the best of five, after a warm-up) and the bytes autograd keeps for
+the backward pass. The table gives both per length, and the exponents of power laws fitted on
+a log-log scale over the three longest inputs (the shortest ones mostly measure Python's
+overhead): for the memory, 1.97 for full attention and 1.20 for segment attention, the same to
+the digit in every run (it is counted); for the time, about 2 and well below it, but a
+three-point fit of times on a shared machine moves by about 1 from run to run (2.71 and 1.85,
+then 3.22 and 2.23, then 2.37 and 2.38 within half an hour). On the CPU torch uses one thread,
+as ``env.setup`` does in every notebook on a CPU.
 
 :func:`cost_table` returns the measurements for another script to use.
 """

@@ -321,16 +321,18 @@ def settings(course: Course, proof: dict | None) -> list[str]:
         "Gradescope > Configure Autograder > Autograder Settings (the defaults do not fit):",
         f"  {MEMORY}",
         f"  timeout: {minutes} minutes ([grade] student_timeout stops grading at "
-        f"{course.grade.student_timeout / 60:g}; room for the canary where the environment is "
-        "not the one proven)",
+        f"{course.grade.student_timeout / 60:g} minutes; the rest is room for the canary where "
+        "the environment is not the one proven)",
         f"  {CPUS}",
     ]
     if proof:
         lines.append(
             f"  measured when the zip was built: one full submission (the solutions) graded in "
-            f"{proof.get('seconds', 0):.0f} s here ({proof.get('cpus', '?')} CPU(s)); each "
-            "submission in a container whose environment is the one proven (setup.sh proves "
-            "it once in the image) runs no canary"
+            f"{proof.get('seconds', 0):.0f} s here on {proof.get('cpus', '?')} CPU(s) (its "
+            "grading alone: run_autograder's start-up and reports add some seconds); a "
+            "submission whose container's environment is the one proven (setup.sh proves it "
+            "once in the image) runs no canary, one whose environment differs pays the canary "
+            "too (about twice the time)"
         )
     else:
         lines.append(

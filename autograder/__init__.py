@@ -29,7 +29,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     grading       the grading run: intake, the canary, parallel workers, records, reports
     records       one record per student run: what grading found besides the gradebook's scores
     canary        the solutions graded as a student first: a broken set-up stops grading
-    ownrun        the student's own outputs where grading leaves a cell out
+    ownrun        the student's own outputs of tagged cells, framed as theirs (skipped or run again)
     shards        grading one shard of the class (cluster array jobs) and merging the shards
     gradescope    the Gradescope autograder zip, and grading one submission in its container
     gradebook     reading scores from the gradebook, writing the judge's verdicts into it

@@ -162,7 +162,7 @@ def write_edge_class(root: Path) -> None:
     hand_in("e1-two-copies", {"Copy of 1_sums.ipynb": full1, "1_sums (1).ipynb": full1,
                               "2_words.ipynb": full2})  # fmt: skip
     hand_in("e2-copy-and-original", {"1_sums.ipynb": _dump(src.released["1_sums"]),
-                                     "1_sums-1.ipynb": full1, "2_words.ipynb": full2})  # fmt: skip
+                                     "1_sums v2.ipynb": full1, "2_words.ipynb": full2})  # fmt: skip
     bare = src.solved("1_sums")
     for cell in bare.cells:
         cell.metadata.pop("nbgrader", None)
@@ -233,7 +233,7 @@ def test_edge_class_grades(edge_class):
     assert "submissions in" in out and "DEMO" not in out
     notes = {k: r["notes"] for k, r in rows.items()}
     assert "all look like 1_sums" in notes[("e1-two-copies", "1_sums")]
-    assert "also handed in 1_sums-1.ipynb" in notes[("e2-copy-and-original", "1_sums")]
+    assert "also handed in 1_sums v2.ipynb" in notes[("e2-copy-and-original", "1_sums")]
     assert "lost its nbgrader metadata" in notes[("e3-no-metadata", "1_sums")]
     assert "notes.txt" not in notes[("e4-garbage", "1_sums")]  # not a notebook: ignored
     assert "changed the nbgrader metadata of cell test_add" in notes[("e5-metadata", "1_sums")]

@@ -41,6 +41,8 @@ Built on nbgrader 0.9. The modules, by what they hold:
     formgrade_server  JupyterLab for make formgrade, nbgrader's pages escaped
     bench         seconds per student, serial and parallel, against plain nbgrader
     mutants       wrong variants of the solutions, made by AST operators (make audit)
+    mutation_operators  the AST operators: the small changes a mutant makes
+    mutation_scope  the names bound before a statement (the operator 'earlier')
     audit         make audit: grading the mutants, the kill rate of every graded test
     similarity    make similarity: which answers were shared (instructor only, no grade)
 """

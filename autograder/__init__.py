@@ -45,6 +45,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     mutation_scope  the names bound before a statement (the operator 'earlier')
     audit         make audit: grading the mutants, the kill rate of every graded test
     similarity    make similarity: which answers were shared (instructor only, no grade)
+    similarity_match  how two answers are compared: fingerprints, common code, the pairs scored
 """
 
 import sys

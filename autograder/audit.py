@@ -45,8 +45,9 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import judge, mutants, notebooks, sharedkernel, variants
+from . import mutants, notebooks, sharedkernel, variants
 from .config import Course
+from .spec import Spec, TestVerdict, spec_of, verdicts_from_json
 
 BATCH = 30  # mutants per kernel at most
 ACCEPTED_FILE = "audit-accepted.toml"  # in autograder/: mutants accepted as harmless
@@ -54,18 +55,18 @@ ACCEPTED_KEYS = ("notebook", "cell", "mutant", "reason")
 # --- grading mutants in a shared kernel (sharedkernel.py) --------------------------------------
 
 
-def _base_notebook(solution: NotebookNode, spec: judge.Spec) -> NotebookNode:
+def _base_notebook(solution: NotebookNode, spec: Spec) -> NotebookNode:
     """What the grader runs for the solution (graded forms, plain cells skipped)."""
     return variants.student_notebook(solution, spec, variants.Variant("solution"), True)
 
 
-def _scored(spec: judge.Spec, graded: dict) -> dict:
+def _scored(spec: Spec, graded: dict) -> dict:
     """A shared-kernel result (``{"verdicts", "error"}``) as the audit keeps it: per test, its
     score and the checks lost."""
-    verdicts = judge.verdicts_from_json(graded["verdicts"])
+    verdicts = verdicts_from_json(graded["verdicts"])
     scores, lost = {}, {}
     for gid, test in spec.tests.items():
-        verdict = verdicts.get(gid, judge.TestVerdict(gid, test.points))
+        verdict = verdicts.get(gid, TestVerdict(gid, test.points))
         scores[gid] = min(verdict.score, test.points)
         lost[gid] = [c["description"] for c in verdict.lost()]
     return {"scores": scores, "lost": lost, "error": graded["error"]}
@@ -290,7 +291,7 @@ def _batches(items: list, workers: int) -> list[list]:
 
 def _select(
     course: Course, cell: str | None
-) -> list[tuple[NotebookNode, judge.Spec, mutants.Answer]]:
+) -> list[tuple[NotebookNode, Spec, mutants.Answer]]:
     """The answer cells to audit: every one that tests follow, or the one ``cell`` names (an
     answer cell, or a test cell: the answer it follows)."""
     from .nbgrader_dir import stamped_solution
@@ -298,7 +299,7 @@ def _select(
     chosen = []
     for name in course.notebooks():
         solution = stamped_solution(course, name)
-        spec = judge.spec_of(solution, name)
+        spec = spec_of(solution, name)
         for answer in mutants.answers(solution, name):
             if cell is None or cell == answer.cell or cell in answer.tests:
                 chosen.append((solution, spec, answer))
@@ -307,19 +308,11 @@ def _select(
     return chosen
 
 
-def audit(
-    course: Course,
-    cell: str | None = None,
-    jobs: int | None = None,
-    fresh: bool = False,
-    confirm: bool = True,
-    log=print,
-) -> AuditReport:
-    """Grade the mutants of every answer cell (or of ``cell``), ``jobs`` kernels at a time."""
-    start = time.perf_counter()
-    workers = course.grade.workers(jobs)
-    timeout = course.audit.cell_timeout
-    accepted = load_accepted(course.grader_dir / ACCEPTED_FILE)
+def _plan(
+    course: Course, cell: str | None, workers: int, fresh: bool, accepted: list[Accepted]
+) -> tuple[list[AnswerAudit], list[tuple[AnswerAudit, dict]]]:
+    """The audit of each answer cell chosen (its mutants, those accepted), and the shared-kernel
+    jobs that grade them: batches of one answer cell's mutants (none when ``fresh``)."""
     audits: list[AnswerAudit] = []
     work: list[tuple[AnswerAudit, dict]] = []
     for solution, spec, answer in _select(course, cell):
@@ -340,52 +333,80 @@ def audit(
                 {"id": o.mutant.id, "sources": {at: notebooks.without_markers(o.mutant.source)}}
                 for o in batch
             ]
-            job = sharedkernel.job(spec, base, versions, timeout)
+            job = sharedkernel.job(spec, base, versions, course.audit.cell_timeout)
             work.append((entry, job))
+    return audits, work
+
+
+def _check_baseline(entry: AnswerAudit, spec: Spec, baseline: list[dict]) -> None:
+    """A problem for each time the solution, graded before and after the mutants in the shared
+    kernel, lost points."""
+    for moment, graded in zip(("before", "after"), baseline, strict=True):
+        base = _scored(spec, graded)
+        short = [t for t, s in base["scores"].items() if s < entry.points[t] - 1e-9]
+        if short or base["error"]:
+            entry.problems.append(
+                f"{entry.answer.notebook} {entry.answer.cell}: the solution lost points "
+                f"at {', '.join(short) or base['error']} {moment} the mutants (shared kernel)"
+            )
+
+
+def _grade_batch(entry: AnswerAudit, job: dict, timeout: float) -> None:
+    """Grade one job's mutants in a shared kernel (a child process), into their outcomes."""
+    wall = 120 + len(job["versions"]) * 10 * timeout
+    spec = Spec.from_json(job["spec"])
+    result = sharedkernel.run_in_child(job, wall)
+    by_id = {o.mutant.id: o for o in entry.outcomes}
+    if "failed" in result:
+        entry.problems.append(f"{entry.answer.notebook} {entry.answer.cell}: {result['failed']}")
+        for m in job["versions"]:
+            by_id[m["id"]].ungraded = result["failed"][:200]
+        return
+    _check_baseline(entry, spec, result["baseline"])
+    for graded in result["results"]:
+        item_result = _scored(spec, graded)
+        outcome = by_id[graded["id"]]
+        outcome.scores, outcome.lost = item_result["scores"], item_result["lost"]
+        outcome.error = item_result["error"]
+
+
+def _in_fresh_kernels(
+    course: Course, audits: list[AnswerAudit], workers: int, fresh: bool, confirm: bool
+) -> None:
+    """Every mutant graded in a fresh kernel (``fresh``), or (``confirm``) every survivor graded
+    again there, and marked confirmed when it still has full marks."""
+    for entry in audits:
+        if fresh:
+            _grade_fresh(course, entry, entry.outcomes, workers)
+            continue
+        survivors = entry.survivors if confirm else []
+        if survivors:
+            _grade_fresh(course, entry, survivors, workers)
+            for outcome in survivors:
+                outcome.confirmed = not entry.killed_anywhere(outcome)
+
+
+def audit(
+    course: Course,
+    cell: str | None = None,
+    jobs: int | None = None,
+    fresh: bool = False,
+    confirm: bool = True,
+    log=print,
+) -> AuditReport:
+    """Grade the mutants of every answer cell (or of ``cell``), ``jobs`` kernels at a time."""
+    start = time.perf_counter()
+    workers = course.grade.workers(jobs)
+    accepted = load_accepted(course.grader_dir / ACCEPTED_FILE)
+    audits, work = _plan(course, cell, workers, fresh, accepted)
     log(
         f"audit: {sum(len(a.outcomes) for a in audits)} mutants of {len(audits)} answer "
         f"cell(s), {workers} worker(s)" + (" (fresh kernels)" if fresh else "")
     )
-
-    def one(item: tuple[AnswerAudit, dict]) -> None:
-        entry, job = item
-        wall = 120 + len(job["versions"]) * 10 * timeout
-        spec = judge.Spec.from_json(job["spec"])
-        result = sharedkernel.run_in_child(job, wall)
-        by_id = {o.mutant.id: o for o in entry.outcomes}
-        if "failed" in result:
-            entry.problems.append(
-                f"{entry.answer.notebook} {entry.answer.cell}: {result['failed']}"
-            )
-            for m in job["versions"]:
-                by_id[m["id"]].ungraded = result["failed"][:200]
-            return
-        for moment, graded in zip(("before", "after"), result["baseline"], strict=True):
-            base = _scored(spec, graded)
-            short = [t for t, s in base["scores"].items() if s < entry.points[t] - 1e-9]
-            if short or base["error"]:
-                entry.problems.append(
-                    f"{entry.answer.notebook} {entry.answer.cell}: the solution lost points "
-                    f"at {', '.join(short) or base['error']} {moment} the mutants (shared kernel)"
-                )
-        for graded in result["results"]:
-            item_result = _scored(spec, graded)
-            outcome = by_id[graded["id"]]
-            outcome.scores, outcome.lost = item_result["scores"], item_result["lost"]
-            outcome.error = item_result["error"]
-
+    timeout = course.audit.cell_timeout
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(one, work))
-    if fresh:
-        for entry in audits:
-            _grade_fresh(course, entry, entry.outcomes, workers)
-    elif confirm:
-        for entry in audits:
-            survivors = entry.survivors
-            if survivors:
-                _grade_fresh(course, entry, survivors, workers)
-                for outcome in survivors:
-                    outcome.confirmed = not entry.killed_anywhere(outcome)
+        list(pool.map(lambda item: _grade_batch(*item, timeout), work))
+    _in_fresh_kernels(course, audits, workers, fresh, confirm)
     seconds = round(time.perf_counter() - start, 1)
     stale = stale_accepted(accepted, audits, everything=cell is None)
     return AuditReport(audits, seconds, workers, course.audit.min_killed, cell, fresh, stale)

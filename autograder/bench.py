@@ -6,7 +6,7 @@ graded three ways: ``make grade`` serially (JOBS=1), ``make grade`` with JOBS=2,
 also does the intake and writes HTML feedback, which plain autograde does not. The kernel
 floor is what no grading goes under: a fresh kernel running a notebook's setup cell alone (its
 imports). Targets: the median notebook within 2x that floor (grading skips the cells the
-tests do not need: ``judge.Spec.skipped_cells``), and a speed-up over serial above 1.6x on
+tests do not need: ``spec.Spec.skipped_cells``), and a speed-up over serial above 1.6x on
 two cores. CPU seconds are the whole machine's over each run (workers, kernels, everything
 else): run the bench on an otherwise idle machine.
 """

@@ -45,10 +45,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import demo, intake, judge, nbgrader_dir, notebooks, worker
+from . import demo, intake, launcher, nbgrader_dir, notebooks
 from .config import Course
 from .gradebook import read_scores
 from .nbgrader_dir import GradingDir
+from .spec import Spec
 
 STUDENT = "canary"
 RESULT = "canary.json"
@@ -252,7 +253,7 @@ def course_modules(gdir: GradingDir, names: list[str]) -> list[str]:
         try:
             nb = notebooks.read(gdir.source / f"{name}.ipynb")
             sources += [c.source for c in nb.cells if c.cell_type == "code"]
-            spec = judge.Spec.from_json((gdir.judges / f"{name}.json").read_text())
+            spec = Spec.from_json((gdir.judges / f"{name}.json").read_text())
             sources += [cell.source for cell in spec.judges]
         except (OSError, ValueError, KeyError, TypeError):
             continue
@@ -434,11 +435,11 @@ def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log
     inbox = cdir.student_dir(cdir.submitted, STUDENT)
     for filename, data in demo.full(src).items():
         notebooks.write_bytes(inbox / filename, data)
-    judges = {n: judge.Spec.from_json((cdir.judges / f"{n}.json").read_text()) for n in names}
+    judges = {n: Spec.from_json((cdir.judges / f"{n}.json").read_text()) for n in names}
     seen, staged = intake.read_student(cdir, STUDENT, released, judges, scan=False)
     intake.stage(cdir, seen, staged)
     log(f"  canary: grading the solutions as a student first ({len(names)} notebooks)")
-    result, killed, _, seconds = worker.run(
+    result, killed, _, seconds = launcher.run(
         cdir, STUDENT, cell_timeout, course.grade.student_timeout, threads, sandbox
     )
     problems = problems_of(cdir, names, result, killed)

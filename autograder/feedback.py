@@ -5,7 +5,7 @@ every test cell included: students would read the tests, and the tests could not
 next term. Here each notebook's page is written from plain data instead:
 
 - per graded test, in notebook order: what it checks (its docstring, from the judge spec),
-  its score, and every check of the judge (``judge.TestVerdict``): the behaviour, its points,
+  its score, and every check of the judge (``spec.TestVerdict``): the behaviour, its points,
   passed or lost, and the message of a failure (shapes expected and got, which property
   failed); the error that stopped the test cell, if one did;
 - per written answer: the question (the Markdown cell above it in the released notebook), the
@@ -23,7 +23,7 @@ next term. Here each notebook's page is written from plain data instead:
 Nothing a student wrote runs in a browser: their answers are read from the graded notebook
 (already cleaned by ``sanitise.py`` when it was graded), cleaned again, rendered with
 nbconvert's Markdown renderer (as the formgrader renders them) and checked by
-``sanitise.markdown_problems`` (a text that fails is shown as plain text); every other string
+``safemarkdown.markdown_problems`` (a text that fails is shown as plain text); every other string
 (check messages, errors, notes, comments) is escaped. The pages are self-contained: inline
 CSS, no script, no external asset, and a Content-Security-Policy that loads nothing but
 inline images.
@@ -46,10 +46,11 @@ from pathlib import Path
 from markupsafe import Markup
 from nbformat import NotebookNode
 
-from . import judge, notebooks, pages, report, sanitise
+from . import notebooks, pages, report, safehtml, safemarkdown
 from .gradebook import Marks, read_marks
 from .nbgrader_dir import GradingDir
 from .pages import num
+from .spec import Spec, docstring_lines
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,12 @@ def _docstring(source: str) -> str:
         text = ast.get_docstring(ast.parse(source))
     except SyntaxError:
         text = None
-    return (text or "\n".join(judge.docstring_lines(source)).strip().strip("\"'")).strip()
+    return (text or "\n".join(docstring_lines(source)).strip().strip("\"'")).strip()
 
 
 def material(gdir: GradingDir, name: str) -> Material:
     """The tests (from the judge spec) and written answers (from the release) of ``name``."""
-    spec = judge.Spec.from_json((gdir.judges / f"{name}.json").read_text())
+    spec = Spec.from_json((gdir.judges / f"{name}.json").read_text())
     checks = {
         gid: "\n\n".join(j.source for j in spec.judges if j.test == gid) for gid in spec.tests
     }
@@ -115,13 +116,13 @@ def material(gdir: GradingDir, name: str) -> Material:
 
 
 def render_markdown(text: str, attachments: dict | None = None) -> str:
-    """Markdown as nbconvert renders a cell, after ``sanitise.sanitise_markdown``; shown as
+    """Markdown as nbconvert renders a cell, after ``safemarkdown.sanitise_markdown``; shown as
     plain text when the rendered HTML is not inert."""
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
     attachments = attachments or {}
-    safe = sanitise.sanitise_markdown(text, attachments)
-    if not sanitise.markdown_problems(safe, attachments):
+    safe = safemarkdown.sanitise_markdown(text, attachments)
+    if not safemarkdown.markdown_problems(safe, attachments):
         try:
             renderer = IPythonRenderer(escape=False, attachments=attachments)
             return MarkdownWithMath(renderer=renderer).render(safe)
@@ -184,7 +185,7 @@ RERUN = "a3_rerun"  # own_results: the outputs that follow are of a cell grading
 def _own_output(out: NotebookNode) -> tuple[str, str] | None:
     """One of the student's own outputs, inert: ``("text", text)`` (escaped by the template;
     lines like the grader's marked), ``("note", RERUN_NOTE)`` (the grader's) or ``(mime,
-    base64)`` of a raster image checked by ``sanitise.raster``; None: nothing."""
+    base64)`` of a raster image checked by ``safehtml.raster``; None: nothing."""
     kind = out.get("output_type")
     text = ""
     if kind == RERUN:
@@ -196,7 +197,7 @@ def _own_output(out: NotebookNode) -> tuple[str, str] | None:
     elif kind in ("display_data", "execute_result"):
         data = out.get("data") or {}
         for mime in ("image/png", "image/jpeg", "image/gif"):
-            value = sanitise.raster(data.get(mime), mime)
+            value = safehtml.raster(data.get(mime), mime)
             if value:
                 return mime, value
         text = _text(data.get("text/plain"))
@@ -204,7 +205,7 @@ def _own_output(out: NotebookNode) -> tuple[str, str] | None:
         return None
     if len(text) > OWN_TEXT_CHARS:
         text = text[:OWN_TEXT_CHARS] + "\n..."
-    return "text", sanitise.mark_grader_lines(sanitise.strip_ansi(text))
+    return "text", safehtml.mark_grader_lines(safehtml.strip_ansi(text))
 
 
 def _text(value: object) -> str:

@@ -114,7 +114,7 @@ def zero_notebooks(db_url: str, assignment: str, student: str, names: list[str])
 
 def record_verdicts(db_url: str, assignment: str, student: str, notebook: str, verdicts) -> None:
     """Score every autograded test of ``notebook`` as the judge decided (``verdicts``: grade id
-    -> ``judge.TestVerdict``), whatever nbgrader made of the cell's outputs; a test without a
+    -> ``spec.TestVerdict``), whatever nbgrader made of the cell's outputs; a test without a
     verdict scores 0. Written answers are left to their grader."""
     from nbgrader.api import Gradebook
 

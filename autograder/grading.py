@@ -39,11 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import canary, demo, intake, judge, nbgrader_dir, notebooks, ownrun, report, worker
+from . import canary, demo, intake, launcher, nbgrader_dir, notebooks, ownrun, report, worker
 from .config import Course, usable_cpus
 from .gradebook import Scores, read_scores, zero_notebooks
 from .nbgrader_dir import STUDENT_ID, GradingDir
 from .records import Records, StudentRun
+from .spec import Spec, read_specs
 
 if TYPE_CHECKING:
     from .shards import Shard
@@ -80,7 +81,7 @@ def list_students(gdir: GradingDir) -> list[str]:
 
 
 def rows_for(
-    student: str, run: StudentRun | None, specs: dict[str, judge.Spec],
+    student: str, run: StudentRun | None, specs: dict[str, Spec],
     scores: Scores, cell_timeout: int, problem: str = "", extra: tuple[str, ...] = (),
 ) -> list[report.Row]:  # fmt: skip
     """The report rows of one student, from what the intake and worker saw and the gradebook
@@ -142,7 +143,7 @@ def class_rows(
     """The report rows of ``everyone``: their records joined with the gradebook's scores
     (``problems``: why a student has no record, e.g. :data:`UNUSABLE_ID`), extra credit
     capped by ``[grade] extra_credit_cap`` (every output reads the rows made here)."""
-    specs = judge.read_specs(gdir.judges, course.notebooks())
+    specs = read_specs(gdir.judges, course.notebooks())
     records = Records(gdir)
     scores = read_scores(gdir.db_url, gdir.assignment, everyone)
     rows: list[report.Row] = []
@@ -296,7 +297,7 @@ def intake_class(
     gdir = plan.gdir
     names = course.notebooks()
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
-    judges = judge.read_specs(gdir.judges, names)
+    judges = read_specs(gdir.judges, names)
     assignment_hash = gdir.source_stamp.read_text().strip()
     runs: dict[str, StudentRun] = {}
     skipped: list[str] = []
@@ -350,7 +351,7 @@ def grade_students(
         if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
             result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
         else:
-            result, killed, code, seconds = worker.run(
+            result, killed, code, seconds = launcher.run(
                 gdir, student, plan.cell_timeout, course.grade.student_timeout, threads,
                 course.sandbox,
             )  # fmt: skip
@@ -358,7 +359,7 @@ def grade_students(
         if why or fault:  # not the student's fault: not recorded, graded again next time
             if why and not fault:
                 fault.append(why)
-                worker.kill_running()
+                launcher.kill_running()
             log(f"  {student:24} {seconds:7.1f} s  not graded: the course's fault (below)")
             return
         if killed or not result.get("done"):
@@ -379,7 +380,7 @@ def grade_students(
         except BaseException:  # Ctrl-C or a bug: stop every worker and its kernels
             for future in futures:
                 future.cancel()
-            worker.kill_running()
+            launcher.kill_running()
             raise
     return fault[0] if fault else ""
 
@@ -433,7 +434,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         records.put(student, run)
 
     if todo:
-        worker.sweep_scratch()
+        launcher.sweep_scratch()
         backup = nbgrader_dir.backup_gradebook(gdir, "grade")
         if backup:
             log(f"  gradebook backed up to {backup}")

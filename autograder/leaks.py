@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode
 
-from . import judge, notebooks
+from . import notebooks
+from .spec import is_instructor_only
 
 # Lines shorter than this (after stripping) are too generic to call a hidden-test leak.
 MIN_SECRET_CHARS = 16
@@ -122,7 +123,7 @@ def secret_lines(source: NotebookNode) -> set[str]:
     public: set[str] = set()
     secret: set[str] = set()
     for cell in source.cells:
-        if judge.is_instructor_only(cell):
+        if is_instructor_only(cell):
             secret |= set(_specific(cell.source.split("\n")))
             continue
         parts = notebooks.regions(cell)
@@ -146,7 +147,7 @@ def idioms(sources: dict[str, NotebookNode]) -> set[str]:
     seen: dict[str, set[str]] = defaultdict(set)
     for name, nb in sources.items():
         for cell in nb.cells:
-            if cell.cell_type == "code" and not judge.is_instructor_only(cell):
+            if cell.cell_type == "code" and not is_instructor_only(cell):
                 for line in notebooks.regions(cell).public:
                     seen[normalised(line)].add(name)
     return {line for line, names in seen.items() if len(names) >= IDIOM_NOTEBOOKS}
@@ -162,7 +163,7 @@ def distinctive_lines(
         (SolutionLine(name, notebooks.grade_id(cell) or f"cell {i}"), lines)
         for name, nb in sources.items()
         for i, cell in enumerate(nb.cells)
-        if not judge.is_instructor_only(cell)
+        if not is_instructor_only(cell)
         for lines in _normalised_regions(cell)
     ]
     for _, lines in regions:  # a region shown on purpose: each of its lines is shown
@@ -190,7 +191,7 @@ def secret_sentences(source: NotebookNode) -> set[str]:
     for cell in source.cells:
         if cell.cell_type != "markdown":
             continue
-        if judge.is_instructor_only(cell):
+        if is_instructor_only(cell):
             text = cell.source
         elif notebooks.is_solution(cell):
             text = "\n".join(sum(notebooks.regions(cell).solutions, []))

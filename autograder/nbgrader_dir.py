@@ -118,7 +118,7 @@ class GradingDir:
 
     @property
     def judges(self) -> Path:
-        """The judge specs of the assignment's notebooks (``judge.Spec``, one JSON each)."""
+        """The judge specs of the assignment's notebooks (``spec.Spec``, one JSON each)."""
         return self.root / "judges" / self.assignment
 
     @property
@@ -227,9 +227,9 @@ def prepare_source(course: Course, gdir: GradingDir) -> list[str]:
     """Copy the solution notebooks into ``gdir``'s nbgrader source, with the course's repository
     and branch stamped into the ``{{GITHUB_REPO}}``/``{{BRANCH}}`` placeholders and without
     their instructor-only cells (judges, reference answers); write each notebook's judge spec
-    to ``gdir.judges`` (see ``judge.py``). Only notebooks are copied (never the results or
+    to ``gdir.judges`` (see ``spec.py``). Only notebooks are copied (never the results or
     checkpoints a solution run leaves). Return their names."""
-    from . import judge
+    from .spec import spec_of, without_instructor_cells
 
     names = course.notebooks()
     if not names:
@@ -247,9 +247,9 @@ def prepare_source(course: Course, gdir: GradingDir) -> list[str]:
                 stale.unlink()
     for name in names:
         nb = stamped_solution(course, name)
-        spec = judge.spec_of(nb, name)
+        spec = spec_of(nb, name)
         _write_if_changed(gdir.judges / f"{name}.json", (spec.to_json() + "\n").encode())
-        data = (notebooks.nbformat.writes(judge.without_instructor_cells(nb)) + "\n").encode()
+        data = (notebooks.nbformat.writes(without_instructor_cells(nb)) + "\n").encode()
         _write_if_changed(gdir.source / f"{name}.ipynb", data)
     return names
 

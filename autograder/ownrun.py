@@ -1,7 +1,7 @@
 """The student's own outputs of the cells the course tagged ``skip_in_grading``.
 
 A grading run leaves out the given cells the tests do not need (training, plots, results:
-cells tagged ``skip_in_grading``, see ``judge.Spec.skips``); a cell the student changed (the
+cells tagged ``skip_in_grading``, see ``spec.Spec.skips``); a cell the student changed (the
 notebooks say they may change those settings), or one a later cell reads, runs in quick mode.
 What those cells printed and drew in the student's own run (on Colab, in full mode) is what a
 TA marks the written answers against ("which words does your model get wrong?"), so the graded
@@ -14,18 +14,18 @@ note of the grader's:
    else by code, in order) and keeps them in the staged cell's metadata under :data:`KEY`
    (any such key the student wrote is removed). Nothing here parses student markup: the
    class-wide process only bounds it, in linear time (:func:`bounded`: characters per output,
-   cell and notebook, and ``sanitise.within_bounds`` for HTML); an output over a bound is
-   replaced by the fixed note ``sanitise.TOO_BIG``, so one hand-in can never stall the class;
+   cell and notebook, and ``safehtml.within_bounds`` for HTML); an output over a bound is
+   replaced by the fixed note ``safehtml.TOO_BIG``, so one hand-in can never stall the class;
 2. ``gradeexec.GradeExecute`` (in the student's own worker process, under their limits)
    cleans them (``sanitise.clean_output``) and shows them in :func:`frame`: a skipped cell
    gets the frame alone (:func:`show`), a tagged cell that ran gets the frame, then
    :data:`RERUN` and the grader's quick-mode outputs (:func:`show_rerun`). The frame and
-   the note are ``sanitise.grader_output``: kept as made when the notebook is cleaned, and
+   the note are ``gradernotes.grader_output``: kept as made when the notebook is cleaned, and
    no output a student's code prints can pass for one. Its label sits in the grader's own
    markup, outside the student's part, and its border is a style no student HTML may use
-   (``sanitise`` allows no ``border`` or ``padding``); inside, every student string is
+   (``safehtml`` allows no ``border`` or ``padding``); inside, every student string is
    escaped or cleaned (balanced HTML: nothing closes the frame), and a line that starts like
-   a note of the grader is marked as the student's (``sanitise.mark_grader_lines``).
+   a note of the grader is marked as the student's (``safehtml.mark_grader_lines``).
 
 The feedback pages take the student's own outputs from those frames (:func:`own_outputs`,
 from the frame's metadata :data:`OWN`), never outputs the student's code printed during
@@ -40,7 +40,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import notebooks, sanitise
+from . import gradernotes, notebooks, safehtml, sanitise
 
 KEY = "a3_own_outputs"  # staged cell metadata: the handed-in outputs, bounded, not parsed
 OWN = "a3_own"  # the frame's output metadata: those outputs, cleaned (feedback reads them)
@@ -69,7 +69,7 @@ def _fixed(text: str) -> dict:
 
 
 CUT = _fixed("... the rest of this output is not kept: too long")
-TOO_BIG = _fixed(sanitise.TOO_BIG.strip("[]"))
+TOO_BIG = _fixed(safehtml.TOO_BIG.strip("[]"))
 
 
 def _size(out: object) -> int | None:
@@ -82,7 +82,7 @@ def _size(out: object) -> int | None:
 
 def bounded(out: dict, room: int) -> dict:
     """``out`` as handed in when it fits ``room`` characters and its HTML is within
-    ``sanitise.within_bounds``, else :data:`TOO_BIG`. Linear in the output's size: no parser."""
+    ``safehtml.within_bounds``, else :data:`TOO_BIG`. Linear in the output's size: no parser."""
     size = _size(out)
     if size is None or size > room:
         return TOO_BIG
@@ -90,7 +90,7 @@ def bounded(out: dict, room: int) -> dict:
     markup = data.get("text/html") if isinstance(data, dict) else None
     if markup is not None:
         text = "".join(markup) if isinstance(markup, list) else markup
-        if not isinstance(text, str) or not sanitise.within_bounds(text):
+        if not isinstance(text, str) or not safehtml.within_bounds(text):
             return TOO_BIG
     return out
 
@@ -110,7 +110,7 @@ def _raw_cells(path: Path) -> list[dict]:
 def tagged(cell: NotebookNode, spec) -> bool:
     """Whether ``cell`` is one the course tagged ``skip_in_grading`` (as released, or changed:
     the student's copy keeps the tag)."""
-    from .judge import SKIP_TAG
+    from .spec import SKIP_TAG
 
     if cell.get("cell_type") != "code" or notebooks.grade_id(cell):
         return False
@@ -120,8 +120,8 @@ def tagged(cell: NotebookNode, spec) -> bool:
 
 def attach(nb: NotebookNode, handed_in: Path, spec) -> int:
     """Keep in ``nb`` (a staged notebook) the handed-in outputs of its tagged cells, bounded;
-    return how many cells got some. ``spec``: the notebook's ``judge.Spec``."""
-    from .judge import normalised
+    return how many cells got some. ``spec``: the notebook's ``spec.Spec``."""
+    from .spec import normalised
 
     by_id: dict[str, tuple[str, list]] = {}
     queues: dict[str, list[list]] = {}
@@ -169,12 +169,12 @@ def _part(out: NotebookNode) -> str:
     pre = "<pre style='margin:.2em 0;white-space:pre-wrap'>{}</pre>"
     kind = out.get("output_type")
     if kind == "stream":
-        return pre.format(html.escape(sanitise.strip_ansi(out.get("text", ""))))
+        return pre.format(html.escape(safehtml.strip_ansi(out.get("text", ""))))
     if kind == "error":
         lines = [f"{out.get('ename', '')}: {out.get('evalue', '')}", *out.get("traceback", [])]
-        return pre.format(html.escape(sanitise.strip_ansi("\n".join(lines))))
+        return pre.format(html.escape(safehtml.strip_ansi("\n".join(lines))))
     data = out.get("data") or {}
-    for mime in sanitise.RASTER:
+    for mime in safehtml.RASTER:
         if mime in data:
             return f"<img style='max-width:100%' alt='plot' src='data:{mime};base64,{data[mime]}'>"
     if "text/html" in data:
@@ -202,7 +202,7 @@ def frame(kept: object, ran: bool) -> NotebookNode:
     )
     texts = [o.get("text", "") for o in own if o.get("output_type") == "stream"]
     text = f"[{label}]\n{''.join(texts) or NO_OUTPUT + chr(10)}[{END}]\n"
-    return sanitise.grader_output(markup, text, {OWN: own, RAN: ran})
+    return gradernotes.grader_output(markup, text, {OWN: own, RAN: ran})
 
 
 def rerun_note() -> NotebookNode:
@@ -211,7 +211,7 @@ def rerun_note() -> NotebookNode:
         "<div style='border-left:4px solid #b36b00;background:#fff6e5;padding:.3em .7em;"
         f"font:bold 13px sans-serif'>&#9660; {html.escape(RERUN, quote=False)}</div>"
     )
-    return sanitise.grader_output(markup, f"[{RERUN}]\n")
+    return gradernotes.grader_output(markup, f"[{RERUN}]\n")
 
 
 def show(cell: NotebookNode) -> None:

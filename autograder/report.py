@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from . import notebooks, pages
 
 if TYPE_CHECKING:
-    from . import judge
+    from .spec import Spec
 
 FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review", "late")
 # One letter per flag, for the summary and the class report (grades.csv keeps the words, which
@@ -78,7 +78,7 @@ class Row:
     notes: list[str] = field(default_factory=list)
     # behaviours the judge found wrong: (test, behaviour, points, why); not in grades.csv
     lost: list[tuple[str, str, float, str]] = field(default_factory=list)
-    # the judge's verdict on each test (grade id -> ``judge.TestVerdict`` as JSON, every check
+    # the judge's verdict on each test (grade id -> ``spec.TestVerdict`` as JSON, every check
     # passed or lost) and the seconds grading the notebook took: for the feedback pages and
     # the class report, not in grades.csv
     verdicts: dict[str, dict] = field(default_factory=dict)
@@ -161,7 +161,7 @@ def is_review_note(note: str) -> bool:
     return note.startswith(REVIEW_NOTE)
 
 
-def empty_row(student: str, spec: judge.Spec, extra: bool = False) -> Row:
+def empty_row(student: str, spec: Spec, extra: bool = False) -> Row:
     """A row worth nothing yet, with the notebook's maximums."""
     return Row(
         student,

@@ -18,6 +18,7 @@ import torch
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from autograder import judge, release
+from autograder.spec import Spec, annotate, spec_of
 from course_lib import judging, remote, wire
 
 
@@ -48,7 +49,7 @@ SOLUTION = new_notebook(
         ),
     ]
 )
-SPEC = judge.spec_of(SOLUTION, "nb")
+SPEC = spec_of(SOLUTION, "nb")
 
 
 def executed(*outputs) -> nbformat.NotebookNode:
@@ -80,17 +81,17 @@ def test_the_spec_holds_what_the_notebook_is_worth():
     meta = {"grade": True, "grade_id": "why", "locked": False, "points": 2.0, "solution": True,
             "schema_version": 3}  # fmt: skip
     nb = new_notebook(cells=[*SOLUTION.cells, new_markdown_cell("A", metadata={"nbgrader": meta})])
-    spec = judge.spec_of(nb, "nb")
+    spec = spec_of(nb, "nb")
     assert [(c.grade_id, c.points, c.auto) for c in spec.graded] == [
         ("test_double", 1.0, True),
         ("why", 2.0, False),
     ]
     assert (spec.autograded_max, spec.manual_max, spec.max) == (1.0, 2.0, 3.0)
-    assert judge.Spec.from_json(spec.to_json()) == spec
+    assert Spec.from_json(spec.to_json()) == spec
     old = json.loads(spec.to_json())
     del old["graded"]  # a spec an older grader wrote: never read as worth nothing
     with pytest.raises(ValueError, match="run make grade once"):
-        judge.Spec.from_json(json.dumps(old))
+        Spec.from_json(json.dumps(old))
 
 
 def test_the_graded_form_is_the_docstring_alone():
@@ -239,7 +240,7 @@ def test_authoring_mistakes_are_found():
         )
     )
     bad.cells.append(_judge_cell('@check("x", points=1)\ndef _(student):\n    pass\n'))
-    problems = release.spec_problems(judge.spec_of(bad, "nb"), bad)
+    problems = release.spec_problems(spec_of(bad, "nb"), bad)
     assert "nb test_double: its checks are worth 1 points, the test cell 2" in problems
     assert "nb test_alone: no judge cell with checks follows this test" in problems
     assert (
@@ -249,7 +250,7 @@ def test_authoring_mistakes_are_found():
     broken = nbformat.from_dict(SOLUTION)
     broken.cells.append(_judge_cell("raise ValueError('a bug of the course')"))
     with pytest.raises(judge.JudgeError, match="a bug of the course"):
-        judge.collect_checks(judge.spec_of(broken, "nb"))
+        judge.collect_checks(spec_of(broken, "nb"))
 
 
 def test_annotate_shows_the_verdict(tmp_path):
@@ -257,7 +258,7 @@ def test_annotate_shows_the_verdict(tmp_path):
     path = tmp_path / "graded.ipynb"
     nbformat.write(nb, path)
     verdicts = judge.judge_notebook(SPEC, nb, local(double=lambda x: x + 1))
-    judge.annotate(path, verdicts)
+    annotate(path, verdicts)
     (cell,) = nbformat.read(path, as_version=4).cells
     text = cell.outputs[-1].text
     assert "Autograder: 0.25 / 1 points" in text and "LOST" in text and "not doubled" in text
@@ -291,12 +292,12 @@ def _solution_with_given() -> nbformat.NotebookNode:
 
 
 def test_the_spec_holds_the_given_definitions_and_the_answers_names():
-    spec = judge.spec_of(_solution_with_given(), "nb")
+    spec = spec_of(_solution_with_given(), "nb")
     assert spec.answers == ("my_answer",)
     assert "def doubled_answer" in spec.course
     assert "V = vocab.VOCAB_SIZE" in spec.course and "from course_lib.models import" in spec.course
     assert "load_pairs" not in spec.course and "colab" not in spec.course  # nothing that runs
-    assert judge.Spec.from_json(spec.to_json()) == spec
+    assert Spec.from_json(spec.to_json()) == spec
 
 
 def test_given_names_rebound_by_the_student_change_nothing(monkeypatch):
@@ -316,7 +317,7 @@ def test_given_names_rebound_by_the_student_change_nothing(monkeypatch):
     monkeypatch.setitem(sys.modules, "course_lib.models", types.SimpleNamespace(GRUEncoder=Cheat))
     namespace = {"my_answer": lambda x: x + 1, "GRUEncoder": Cheat, "doubled_answer": None,
                  "train": types.SimpleNamespace(Seq2Seq=Cheat)}  # fmt: skip
-    spec = judge.spec_of(_solution_with_given(), "nb")
+    spec = spec_of(_solution_with_given(), "nb")
     student = judging.Student(remote.LocalTransport(namespace))
     course = judging.Course(student, spec.course, spec.answers)
     model = course.train.Seq2Seq(course.GRUEncoder(29, 4), course.RNNDecoder(29, 4))
@@ -329,7 +330,7 @@ def test_given_names_rebound_by_the_student_change_nothing(monkeypatch):
 
 def test_a_check_asks_for_the_course_by_name():
     namespace = {"my_answer": lambda x: x + 1}
-    spec = judge.spec_of(_solution_with_given(), "nb")
+    spec = spec_of(_solution_with_given(), "nb")
     student = judging.Student(remote.LocalTransport(namespace))
     course = judging.Course(student, spec.course, spec.answers)
 
@@ -368,3 +369,36 @@ def test_structure_and_freezing_are_read_past_what_a_class_says_of_itself():
     assert model.params() == {"w": ((3,), True)}
     found = model.grad(torch.ones(3), cotangent=torch.ones(3), params_of=model)
     assert torch.equal(found.params["w"], torch.ones(3))
+
+
+def _grader_modules_loaded(*modules: str) -> set[str]:
+    """The grader's and ``course_lib``'s modules a fresh interpreter holds after importing
+    ``modules``."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys\nfor m in {list(modules)!r}: __import__(m)\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith(('autograder', 'course_lib'))))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    return set(found.stdout.split())
+
+
+def test_the_spec_is_read_without_the_judge():
+    """Reading a notebook's spec (intake, reports, the gradebook) loads neither the judge nor
+    the kernel's end of the protocol: ``autograder/spec.py`` stands alone."""
+    loaded = _grader_modules_loaded("autograder.spec")
+    assert "autograder.spec" in loaded
+    assert not {m for m in loaded if m in ("autograder.judge", "autograder.remote")}
+    assert not {m for m in loaded if m.startswith("course_lib.grading")}
+
+
+def test_the_release_digest_covers_every_module_that_judges():
+    """A change to any grader module the judge runs on (the spec it reads included) changes
+    the release's dependencies digest, so the release checks run again."""
+    loaded = _grader_modules_loaded("autograder.judge", "autograder.remote")
+    files = {m.split(".", 1)[1] + ".py" for m in loaded if m.startswith("autograder.")}
+    assert "spec.py" in files
+    assert files <= set(release.RUN_MODULES), files - set(release.RUN_MODULES)

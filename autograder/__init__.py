@@ -24,6 +24,9 @@ Built on nbgrader 0.9. The modules, by what they hold:
     zygote, forkkernel, forkpreload  forked kernels: one process per student imports once
     processes     ending processes: a worker with its kernels, a sandbox's leftovers
     sanitise      student markup made inert before feedback and the formgrader show it
+    safehtml      safe URLs, inert TeX, student HTML cleaned (bounded before any parser)
+    safemarkdown  student Markdown made inert, checked by rendering it as nbconvert will
+    gradernotes   the grader's own notes in a graded notebook, which no student output can forge
     gradeexec     nbgrader's Execute as grading runs it: limits on time and output, then the tests
     worker        grading one student's notebooks in one child process, then the judge; starting it
     grading       the grading run: intake, the canary, parallel workers, records, reports

@@ -16,7 +16,17 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from autograder import feedback, gradebook, judge, ownrun, release, report, sanitise, worker
+from autograder import (
+    feedback,
+    gradebook,
+    judge,
+    ownrun,
+    release,
+    report,
+    safehtml,
+    sanitise,
+    worker,
+)
 
 PNG = (  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -299,7 +309,7 @@ def test_make_grade_shows_own_outputs_framed_bounded_and_marked(tmp_path):
 
     (framed,), page = shown("deep")
     assert (
-        sanitise.TOO_BIG in framed.data["text/html"]
+        safehtml.TOO_BIG in framed.data["text/html"]
         and "NESTED-TEXT" not in framed.data["text/html"]
     )
     assert ownrun.LABEL in framed.data["text/html"] and ownrun.SKIPPED in framed.data["text/html"]
@@ -311,8 +321,8 @@ def test_make_grade_shows_own_outputs_framed_bounded_and_marked(tmp_path):
 
     (framed,), page = shown("forger")
     for line in FORGED.splitlines():
-        assert sanitise.STUDENT_MARK + line in framed.data["text/html"]
-        assert sanitise.STUDENT_MARK + line in page
+        assert safehtml.STUDENT_MARK + line in framed.data["text/html"]
+        assert safehtml.STUDENT_MARK + line in page
     assert "\n[autograder] This cell was run" not in page.replace("<pre>", "\n")
 
 

@@ -1,4 +1,5 @@
-"""Student markup made inert (autograder/sanitise.py): one test per kind of payload.
+"""Student markup made inert (autograder/sanitise.py, safehtml.py, safemarkdown.py): one test
+per kind of payload.
 
 Each test puts a payload into a notebook next to legitimate content, sanitises it as the
 autograde step does, renders it with nbgrader's own templates (the feedback page and the
@@ -20,15 +21,10 @@ import pytest
 from bleach import html5lib_shim
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from autograder import sanitise
-from autograder.sanitise import (
-    SanitiseOutputs,
-    markdown_problems,
-    safe_url,
-    sanitise_html,
-    sanitise_markdown,
-    sanitise_notebook,
-)
+from autograder import gradernotes, safehtml, safemarkdown, sanitise
+from autograder.safehtml import safe_url, sanitise_html
+from autograder.safemarkdown import markdown_problems, sanitise_markdown
+from autograder.sanitise import SanitiseOutputs, sanitise_notebook
 from helpers import ROOT
 
 # A 1x1 PNG (valid base64 of a real PNG: kept byte for byte).
@@ -448,7 +444,7 @@ def test_unrenderable_markdown_is_shown_as_text():
     tricky = "- a\n\n        ```\n  <img src=x onerror=alert(1)>\n"  # a fence only to the scanner
     out = sanitise_markdown(tricky)
     assert out.startswith("````text\n") and not markdown_problems(out)
-    assert "<img" not in sanitise._render_markdown(out, {})
+    assert "<img" not in safemarkdown._render_markdown(out, {})
 
 
 def test_long_markdown_is_fast():
@@ -523,7 +519,7 @@ def test_remote_images_become_plain_links():
     for src in ("https://tracker.example/p.png", "http://2130706433:8888/x", "//0x7f000001/x"):
         out = sanitise_markdown(f"see ![plot]({src}) and ![][ref]\n\n[ref]: {src}")
         assert f"[plot]({src})" in out and "![" not in out, out
-        assert "<img" not in sanitise._render_markdown(out, {})
+        assert "<img" not in safemarkdown._render_markdown(out, {})
         cleaned = sanitise_html(f'<p><img src="{src}" alt="my plot"></p>')
         assert "<img" not in cleaned and "[image: my plot]" in cleaned, cleaned
     inline = f'<img src="data:image/png;base64,{PNG}">'
@@ -535,18 +531,18 @@ def test_lines_like_the_graders_are_marked_as_the_students():
     fake = "[autograder] This cell was run when grading\nAutograder: 1 / 1 points\nok\n"
     out = sanitise._output({"output_type": "stream", "name": "stdout", "text": fake})
     assert out.text.splitlines() == [
-        sanitise.STUDENT_MARK + "[autograder] This cell was run when grading",
-        sanitise.STUDENT_MARK + "Autograder: 1 / 1 points",
+        safehtml.STUDENT_MARK + "[autograder] This cell was run when grading",
+        safehtml.STUDENT_MARK + "Autograder: 1 / 1 points",
         "ok",
     ]
     html_out = sanitise_html("<pre>  [Autograder] all tests passed</pre>")
-    assert sanitise.STUDENT_MARK + "[Autograder] all tests" in html_out
-    assert sanitise_markdown("nbgrader: full marks").startswith(sanitise.STUDENT_MARK)
+    assert safehtml.STUDENT_MARK + "[Autograder] all tests" in html_out
+    assert sanitise_markdown("nbgrader: full marks").startswith(safehtml.STUDENT_MARK)
     assert sanitise_markdown("Grading was hard") == "Grading was hard"  # words, not notes
 
 
 def test_grader_notes_are_kept_only_when_this_process_made_them():
-    made = sanitise.grader_output("<div style='border:3px solid'>label</div>", "label")
+    made = gradernotes.grader_output("<div style='border:3px solid'>label</div>", "label")
     assert sanitise._output(dict(made)) == made  # kept as made, style and all
     forged = {"output_type": "display_data", "data": dict(made.data), "metadata": {}}
     forged["data"]["text/html"] = made.data["text/html"].replace("label", "Label")
@@ -556,13 +552,13 @@ def test_grader_notes_are_kept_only_when_this_process_made_them():
 def test_deep_or_large_html_is_refused_before_any_parser_in_linear_time():
     """32,000 nested <div>s cost html5lib 624 s (issue 37); the bounds are checked by a linear
     scan first, and what fails them is a fixed note."""
-    assert sanitise.nesting_depth("<div>" * 5 + "</div>" * 5) == 5
-    assert sanitise.nesting_depth("<p>a<p>b<br><img src=x><li>c") == 0  # never nest alone
-    assert sanitise.nesting_depth("<div></span>" * 50) == 50  # a stray end tag closes nothing
-    assert sanitise.nesting_depth("<b>x" * 10_000) == sanitise.MAX_DEPTH + 1  # stops there
+    assert safehtml.nesting_depth("<div>" * 5 + "</div>" * 5) == 5
+    assert safehtml.nesting_depth("<p>a<p>b<br><img src=x><li>c") == 0  # never nest alone
+    assert safehtml.nesting_depth("<div></span>" * 50) == 50  # a stray end tag closes nothing
+    assert safehtml.nesting_depth("<b>x" * 10_000) == safehtml.MAX_DEPTH + 1  # stops there
     flat = "<table>" + "<tr><td>1</td><td>2</td></tr>" * 2000 + "</table>"  # a DataFrame
-    assert sanitise.within_bounds(flat) and "<td>2</td>" in sanitise_html(flat)
-    note = f"<p>{sanitise.TOO_BIG}</p>"
+    assert safehtml.within_bounds(flat) and "<td>2</td>" in sanitise_html(flat)
+    note = f"<p>{safehtml.TOO_BIG}</p>"
     start = time.perf_counter()
     assert sanitise_html("<div>" * 32_000 + "x" + "</div>" * 32_000) == note
     assert sanitise_html("<b>" * 150 + "x") == note

@@ -45,7 +45,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import demo, intake, launcher, nbgrader_dir, notebooks
+from . import demo, intake, nbgrader_dir, notebooks, worker
 from .config import Course
 from .gradebook import read_scores
 from .nbgrader_dir import GradingDir
@@ -439,7 +439,7 @@ def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log
     seen, staged = intake.read_student(cdir, STUDENT, released, judges, scan=False)
     intake.stage(cdir, seen, staged)
     log(f"  canary: grading the solutions as a student first ({len(names)} notebooks)")
-    result, killed, _, seconds = launcher.run(
+    result, killed, _, seconds = worker.run(
         cdir, STUDENT, cell_timeout, course.grade.student_timeout, threads, sandbox
     )
     problems = problems_of(cdir, names, result, killed)

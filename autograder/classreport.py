@@ -167,6 +167,63 @@ def assignment_totals(rows: list[report.Row], extra_cap: float | None = None) ->
 # --- figures ----------------------------------------------------------------------------------
 
 
+def _score_panels(stats: dict[str, NotebookStats], t: Totals) -> list[tuple]:
+    """(title, scores, maximum, pending) of each score histogram that has data: the assignment,
+    each notebook, the extra credit counted."""
+    panels = [("assignment (regular notebooks)", t.regular, t.most, t.pending)]
+    panels += [(f"{n.name}{' (extra credit)' if n.extra else ''}", n.totals, n.maximum,
+                n.waiting) for n in stats.values()]  # fmt: skip
+    if t.extra_counts:
+        panels.append(("extra credit counted", t.extra_counted, t.extra_counts, t.extra_pending))
+    return [p for p in panels if p[1] and p[2]]
+
+
+def _histograms(plt, panels: list[tuple]):
+    """The score distributions: one histogram (% of the maximum) per panel, three a row."""
+    cols = min(3, len(panels))
+    lines = -(-len(panels) // cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 2.8 * lines), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    for ax, (title, values, maximum, waiting) in zip(axes.flat, panels, strict=False):
+        shares = [100 * v / maximum for v in values]
+        ax.hist(shares, bins=[i * 10 for i in range(11)], color="#4c78a8", edgecolor="white")
+        later = f", {waiting} pending" if waiting else ""
+        ax.set_title(f"{title}\nmedian {statistics.median(values):g} / {maximum:g}{later}",
+                     fontsize=9)  # fmt: skip
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("% of the maximum", fontsize=8)
+        ax.set_ylabel("students", fontsize=8)
+        ax.yaxis.get_major_locator().set_params(integer=True)
+    return fig
+
+
+def _pass_rates(plt, tests: list[tuple[str, TestStats]]):
+    """The pass rate of every test, (notebook, test) pairs, a bar each, coloured by notebook."""
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(tests) + 1.2))
+    names = list(dict.fromkeys(n for n, _ in tests))
+    colours = plt.get_cmap("tab10")
+    labels = [t.grade_id for _, t in tests][::-1]
+    rates = [100 * t.full / t.runs for _, t in tests][::-1]
+    colour = [colours(names.index(n) % 10) for n, _ in tests][::-1]
+    ax.barh(range(len(tests)), rates, color=colour)
+    ax.set_yticks(range(len(tests)), labels, fontsize=7)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of graded notebooks with full marks on the test", fontsize=8)
+    ax.set_title("pass rate of every test", fontsize=9)
+    return fig
+
+
+def _timings(plt, timed: list[tuple[str, list[float]]]):
+    """The grading seconds per student of each notebook, a box each."""
+    fig, ax = plt.subplots(figsize=(1.6 * len(timed) + 2.5, 3))
+    ax.boxplot([s for _, s in timed])
+    ax.set_xticks(range(1, len(timed) + 1), [n for n, _ in timed], fontsize=7, rotation=15)
+    ax.set_ylabel("seconds per student", fontsize=8)
+    ax.set_title("grading time per notebook", fontsize=9)
+    return fig
+
+
 def _figures(stats: dict[str, NotebookStats], totals: Totals, out: Path) -> list[str]:
     """Write the PNGs; return the names of those written (none without data). Pending
     notebooks and students are left out (the panel's title counts them)."""
@@ -175,60 +232,21 @@ def _figures(stats: dict[str, NotebookStats], totals: Totals, out: Path) -> list
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    figures = [
+        (IMAGES[0], _histograms, _score_panels(stats, totals)),
+        (IMAGES[1], _pass_rates,
+         [(nb.name, t) for nb in stats.values() for t in nb.tests.values() if t.runs]),
+        (IMAGES[2], _timings, [(nb.name, nb.seconds) for nb in stats.values() if nb.seconds]),
+    ]  # fmt: skip
     written: list[str] = []
-
-    def save(fig, name: str) -> None:
+    for name, draw, data in figures:
+        if not data:
+            continue
+        fig = draw(plt, data)
         fig.tight_layout()
         fig.savefig(out / name, dpi=90)
         plt.close(fig)
         written.append(name)
-
-    t = totals
-    panels = [("assignment (regular notebooks)", t.regular, t.most, t.pending)]
-    panels += [(f"{n.name}{' (extra credit)' if n.extra else ''}", n.totals, n.maximum,
-                n.waiting) for n in stats.values()]  # fmt: skip
-    if t.extra_counts:
-        panels.append(("extra credit counted", t.extra_counted, t.extra_counts, t.extra_pending))
-    panels = [p for p in panels if p[1] and p[2]]
-    if panels:
-        cols = min(3, len(panels))
-        lines = -(-len(panels) // cols)
-        fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 2.8 * lines), squeeze=False)
-        for ax in axes.flat[len(panels) :]:
-            ax.axis("off")
-        for ax, (title, values, maximum, waiting) in zip(axes.flat, panels, strict=False):
-            shares = [100 * v / maximum for v in values]
-            ax.hist(shares, bins=[i * 10 for i in range(11)], color="#4c78a8", edgecolor="white")
-            later = f", {waiting} pending" if waiting else ""
-            ax.set_title(f"{title}\nmedian {statistics.median(values):g} / {maximum:g}{later}",
-                         fontsize=9)  # fmt: skip
-            ax.set_xlim(0, 100)
-            ax.set_xlabel("% of the maximum", fontsize=8)
-            ax.set_ylabel("students", fontsize=8)
-            ax.yaxis.get_major_locator().set_params(integer=True)
-        save(fig, IMAGES[0])
-    tests = [(nb.name, t) for nb in stats.values() for t in nb.tests.values() if t.runs]
-    if tests:
-        fig, ax = plt.subplots(figsize=(8, 0.28 * len(tests) + 1.2))
-        names = list(dict.fromkeys(n for n, _ in tests))
-        colours = plt.get_cmap("tab10")
-        labels = [t.grade_id for _, t in tests][::-1]
-        rates = [100 * t.full / t.runs for _, t in tests][::-1]
-        colour = [colours(names.index(n) % 10) for n, _ in tests][::-1]
-        ax.barh(range(len(tests)), rates, color=colour)
-        ax.set_yticks(range(len(tests)), labels, fontsize=7)
-        ax.set_xlim(0, 100)
-        ax.set_xlabel("% of graded notebooks with full marks on the test", fontsize=8)
-        ax.set_title("pass rate of every test", fontsize=9)
-        save(fig, IMAGES[1])
-    timed = [(nb.name, nb.seconds) for nb in stats.values() if nb.seconds]
-    if timed:
-        fig, ax = plt.subplots(figsize=(1.6 * len(timed) + 2.5, 3))
-        ax.boxplot([s for _, s in timed])
-        ax.set_xticks(range(1, len(timed) + 1), [n for n, _ in timed], fontsize=7, rotation=15)
-        ax.set_ylabel("seconds per student", fontsize=8)
-        ax.set_title("grading time per notebook", fontsize=9)
-        save(fig, IMAGES[2])
     return written
 
 

@@ -5,7 +5,8 @@ Everything the autograder reads or writes is reached from a :class:`Course`:
     root/course.toml                    settings (this module)
     root/solutions/<a>/*.ipynb          instructor notebooks: the assignment's notebooks
     root/assignments/<a>/*.ipynb        student notebooks (written by ``release``)
-    root/autograder/                    nbgrader course directory of the real class
+    root/autograder/                    the grader: its code, nbgrader_config.py, judges/
+    root/autograder/class/              nbgrader course directory of the real class
     root/autograder/demo/               nbgrader course directory of the demo class
     root/autograder/out/                grades.csv, summary.txt, the student bundle
 

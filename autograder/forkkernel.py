@@ -1,6 +1,6 @@
 """A student's kernels forked from one process that imported the heavy modules once.
 
-Used where ``[sandbox] fork_kernels = true`` and bubblewrap isolates (``sandbox.Zygote``).
+Used where ``[sandbox] fork_kernels = true`` and bubblewrap isolates (``zygote.Zygote``).
 Starting a kernel and importing torch costs about 3 CPU-seconds; a student hands in eight
 notebooks, each graded in a fresh kernel. Here one process per student, the *zygote*, imports
 ipykernel and ``[sandbox] preload`` once, inside that student's sandbox, and every notebook's
@@ -22,7 +22,7 @@ show the autograder package, so the zygote runs as ``python -c <this file's text
     so jupyter_client's process checks mean what they mean for a kernel of its own.
 
 What a kernel leaves behind (processes it started, files in the scratch) the grader removes
-before the next kernel (``sandbox.Zygote.reset``). Every kernel of the zygote runs the same
+before the next kernel (``zygote.Zygote.reset``). Every kernel of the zygote runs the same
 student's code, so a notebook that tampers with the zygote reaches only that student's own
 later notebooks, whose kernels run their code anyway; the grader judges replies to its own
 requests from outside, as for any kernel.

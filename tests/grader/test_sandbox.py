@@ -239,8 +239,9 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
     "read-known-paths": (
         """
         import glob
-        for pattern in ["/work/*/solutions/*/*.ipynb", "/work/*/autograder/gradebook.db",
+        for pattern in ["/work/*/solutions/*/*.ipynb", "/work/*/autograder/class/gradebook.db",
                         "/tmp/pytest-of-*/*/*/solutions/a3/*", "/tmp/pytest-of-*/*/*/autograder/*",
+                        "/tmp/pytest-of-*/*/*/autograder/class/gradebook.db",
                         "../../../source/a3/*.ipynb", "../../../submitted/*/a3/*.ipynb",
                         "../../../gradebook.db", os.path.expanduser("~/*")]:
             for path in glob.glob(pattern):
@@ -256,7 +257,9 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         import glob
         from pathlib import Path
         for folder in [Path.cwd().parent, Path.cwd().parents[1], Path.home(), Path("/tmp"),
-                       *map(Path, glob.glob("/tmp/pytest-of-*/*/*/autograder")), Path("/var/tmp")]:
+                       *map(Path, glob.glob("/tmp/pytest-of-*/*/*/autograder")),
+                       *map(Path, glob.glob("/tmp/pytest-of-*/*/*/autograder/class")),
+                       Path("/var/tmp")]:
             for name in ["PWNED.txt", "gradebook.db"]:
                 try:
                     (folder / name).write_text("pwned")

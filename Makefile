@@ -17,7 +17,7 @@ STAMP := $(VENV)/.setup-done
 export PATH := $(abspath $(BIN)):$(PATH)
 export MPLBACKEND ?= Agg
 
-.PHONY: setup test lint format clean sandbox-tools browser-tools slurm-tools
+.PHONY: setup test test-long lint format clean sandbox-tools browser-tools slurm-tools
 
 setup: $(STAMP)
 
@@ -76,9 +76,16 @@ slurm-tools:
 # The suite runs on every core (pytest-xdist; TEST_JOBS=1 for one process): the tests of one
 # module stay in one worker, so a module's graded class or release is built once. One worker
 # more than the cores: many tests wait on kernels and time limits, not on a core.
+# `make test` leaves out the tests marked `long` (whole-course runs of minutes each: the real
+# course graded, released and on Gradescope, every variant set graded, the Slurm cluster);
+# `make test-long` runs just those. CI (.ci/run) runs both, in that order.
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
+PYTEST = $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 test: lint
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+	$(PYTEST) -m "not long"
+
+test-long: $(STAMP)
+	$(PYTEST) -m long
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

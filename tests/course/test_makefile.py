@@ -48,3 +48,33 @@ def test_format_succeeds_when_everything_is_fixed(tmp_path):
     proc = make_format(folder)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (folder / "laid_out.py").read_text() == 'x = [1, 2]\ny = {"a": 1}\n'
+
+
+LONG_AND_SHORT = """import pytest
+
+
+def test_short():
+    assert True
+
+
+@pytest.mark.long
+def test_long():
+    raise AssertionError("the long test ran")
+"""
+
+
+def test_make_test_leaves_the_long_tests_to_make_test_long(tmp_path):
+    """``make test`` runs every test but those marked ``long``; ``make test-long`` runs those;
+    CI runs both (a scratch suite whose only long test fails)."""
+    folder = scratch(tmp_path)
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_both.py").write_text(LONG_AND_SHORT)
+    env = {**ENV, "VENV": sys.prefix, "TEST_JOBS": "1"}
+    run = {"cwd": folder, "env": env, "capture_output": True, "text": True, "timeout": 300}
+    short = subprocess.run(["make", "--no-print-directory", "test"], **run)
+    assert short.returncode == 0, short.stdout + short.stderr
+    assert "1 passed" in short.stdout  # the short one; the long one would have failed
+    long = subprocess.run(["make", "--no-print-directory", "test-long"], **run)
+    assert long.returncode != 0 and "the long test ran" in long.stdout, long.stdout
+    ci = (ROOT / ".ci" / "run").read_text().split()
+    assert ci.index("test") < ci.index("test-long")  # make test, then make test-long

@@ -96,6 +96,7 @@ def real_demo(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_real_demo_class(real_demo):
     root, out, seconds = real_demo
     course = config.load(root)
@@ -137,6 +138,7 @@ def test_real_demo_class(real_demo):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_real_course_student_on_gradescope_equals_make_grade(real_demo, tmp_path):
     """One student of the repository's own course (the partial one: points lost and kept),
     graded by make grade (the demo class above) and by Gradescope's run_autograder: the same

@@ -25,7 +25,18 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from autograder import config, intake, judge, nbgrader_dir, notebooks, release
+from autograder import (
+    config,
+    intake,
+    judge,
+    leaks,
+    nbgrader_dir,
+    notebooks,
+    release,
+    releasechecks,
+    releasehistory,
+    releaseruns,
+)
 from helpers import ENV, FIXTURE, ROOT, make_course
 
 
@@ -196,7 +207,7 @@ def _no_notebook_runs(monkeypatch) -> list:
         tried.append(src)
         return "the test forbids running notebooks here"
 
-    monkeypatch.setattr(release, "execute_in_child", refuse)
+    monkeypatch.setattr(releaseruns, "execute_in_child", refuse)
     return tried
 
 
@@ -269,7 +280,7 @@ def test_a_single_solution_line_in_any_visible_cell_stops_the_release(tmp_path, 
 
 
 def _leaks(sources: dict, released: dict, allowed: tuple[str, ...] = ()) -> list[str]:
-    return release.check_no_secrets(sources, released, allowed)
+    return leaks.check_no_secrets(sources, released, allowed)
 
 
 def test_lines_given_code_also_holds_trivial_lines_and_allowed_copies_pass():
@@ -368,7 +379,7 @@ def test_a_notebook_of_an_earlier_release_is_not_tampered(tiny_release, tmp_path
     test_add.source = test_add.source.replace(old_doc, '"""add adds two integers (reworded)."""')
     notebooks.write(nb, path)
     # The release again: the notebook runs are test_release's other tests' business.
-    monkeypatch.setattr(release, "run_checks", lambda *args, **kwargs: [])
+    monkeypatch.setattr(releaseruns, "run_checks", lambda *args, **kwargs: [])
     course = config.load(root)
     release.release(course, jobs=1, log=lambda *a: None)
     release.release(course, jobs=1, log=lambda *a: None)  # nothing new: nothing recorded
@@ -411,7 +422,7 @@ def _runs(monkeypatch) -> list[list[str]]:
         calls.append(sorted(sources))
         return []
 
-    monkeypatch.setattr(release, "run_checks", record)
+    monkeypatch.setattr(releaseruns, "run_checks", record)
     return calls
 
 
@@ -445,20 +456,21 @@ def test_only_the_notebooks_changed_since_the_last_release_run_again(
     verified = {n: r["digest"] for n, r in now["verified"]["notebooks"].items()}
     before = {n: r["digest"] for n, r in history["verified"]["notebooks"].items()}
     assert verified["1_sums"] == before["1_sums"] and verified["2_words"] != before["2_words"]
-    monkeypatch.setattr(release, "dependencies_digest", lambda course: "course_lib changed")
+    monkeypatch.setattr(releasehistory, "dependencies_digest", lambda course: "course_lib changed")
     release.release(course, jobs=1, log=printed.append)
     assert calls[-1] == ["1_sums", "2_words"]
     assert any("course_lib, the grader's judge code or the environment" in p for p in printed)
 
 
 def test_plan_runs_picks_changed_named_or_every_notebook():
-    last = release.Verified("deps", {"a": {"digest": "1"}, "b": {"digest": "2"}})
+    last = releasehistory.Verified("deps", {"a": {"digest": "1"}, "b": {"digest": "2"}})
     names, digests = ["a", "b", "c"], {"a": "1", "b": "changed", "c": "new"}
-    assert release.plan_runs(names, digests, "deps", last) == (["b", "c"], ["a"], [])
-    assert release.plan_runs(names, digests, "other", last) == (names, [], [])
-    assert release.plan_runs(names, digests, "deps", last, everything=True) == (names, [], [])
-    assert release.plan_runs(names, digests, "deps", last, only=("a",)) == (["a"], [], ["b", "c"])
-    assert release.plan_runs(names, digests, "other", last, only=("c",)) == (["c"], [], ["a", "b"])
+    plan = releasehistory.plan_runs
+    assert plan(names, digests, "deps", last) == (["b", "c"], ["a"], [])
+    assert plan(names, digests, "other", last) == (names, [], [])
+    assert plan(names, digests, "deps", last, everything=True) == (names, [], [])
+    assert plan(names, digests, "deps", last, only=("a",)) == (["a"], [], ["b", "c"])
+    assert plan(names, digests, "other", last, only=("c",)) == (["c"], [], ["a", "b"])
 
 
 def test_make_release_notebook_runs_only_the_named_ones(
@@ -520,10 +532,10 @@ def test_secret_lines_ignore_public_and_short_lines():
             "    hidden_state = torch.tanh(x @ weight)\n    return x\n    ### END SOLUTION",
         ),
     )
-    assert release.secret_lines(source) == {"hidden_state = torch.tanh(x @ weight)"}
+    assert leaks.secret_lines(source) == {"hidden_state = torch.tanh(x @ weight)"}
     leaked = _nb(new_code_cell("hidden_state = torch.tanh(x @ weight)"))
-    assert release.check_no_secrets({"n": source}, {"n": leaked})
-    assert not release.check_no_secrets({"n": source}, {"n": _nb(new_code_cell("return x"))})
+    assert leaks.check_no_secrets({"n": source}, {"n": leaked})
+    assert not leaks.check_no_secrets({"n": source}, {"n": _nb(new_code_cell("return x"))})
 
 
 def test_blank_run_allows_only_stub_errors_after_the_first_solution():
@@ -542,12 +554,12 @@ def test_blank_run_allows_only_stub_errors_after_the_first_solution():
     free = {"description": "free", "points": 0.5, "passed": True, "message": ""}
     lost = {"description": "lost", "points": 0.5, "passed": False, "message": "why"}
     verdicts = {"t": TestVerdict("t", 1.0, [lost, free])}
-    problems = release.check_blank_run("n", nb, verdicts)
+    problems = releaseruns.check_blank_run("n", nb, verdicts)
     assert problems == [
         "n (blank) cell 0: given code raised NameError: ",
         "n (blank) t: 'free' passes on the blank notebook (a free point)",
     ]
-    assert release.check_solution_run("n", _nb(given), verdicts) == [
+    assert releaseruns.check_solution_run("n", _nb(given), verdicts) == [
         "n (solution) cell 0: raised NameError: ",
         "n (solution) t: the judge fails 'lost': why",
     ]
@@ -564,7 +576,7 @@ def test_solution_run_refuses_stderr_in_graded_cells_only():
     graded = new_code_cell("f(1)", metadata={"nbgrader": test}, outputs=warning("stderr"))
     given = new_code_cell("g()", outputs=warning("stderr"))
     printed = new_code_cell("f(2)", metadata={"nbgrader": test}, outputs=warning("stdout"))
-    assert release.check_solution_run("n", _nb(given, graded, printed), {}) == [
+    assert releaseruns.check_solution_run("n", _nb(given, graded, printed), {}) == [
         "n (solution) t: writes to stderr (a warning?), so nbgrader's Validate fails it"
     ]
 
@@ -573,7 +585,7 @@ def test_student_copy_must_hold_notebooks_only(tmp_path):
     (tmp_path / "a3").mkdir()
     (tmp_path / "a3" / "1_x.ipynb").write_text("{}")
     (tmp_path / "a3" / "gradebook.db").write_text("")
-    assert release.check_student_copy(["1_x"], tmp_path / "a3") == [
+    assert releasechecks.check_student_copy(["1_x"], tmp_path / "a3") == [
         f"{tmp_path / 'a3'}: unexpected file in the student copy: gradebook.db"
     ]
 
@@ -605,12 +617,12 @@ def test_stamping_checks_badges_and_setup():
     course = config.load(ROOT)
     url = course.colab_url("1_x")
     good = _nb(new_markdown_cell(f"[badge]({url})"), new_code_cell(course.install_requirement))
-    assert release.check_stamped(course, {"1_x": good}) == []
+    assert releasechecks.check_stamped(course, {"1_x": good}) == []
     extra = course.install_requirement.replace("course-lib", "course-lib[bert]")
     good = _nb(new_markdown_cell(f"[badge]({url})"), new_code_cell(extra))
-    assert release.check_stamped(course, {"1_x": good}) == []
+    assert releasechecks.check_stamped(course, {"1_x": good}) == []
     bad = _nb(new_markdown_cell(f"[badge]({course.colab_url('2_y')}) {{{{BRANCH}}}}"))
-    assert len(release.check_stamped(course, {"1_x": bad})) == 3
+    assert len(releasechecks.check_stamped(course, {"1_x": bad})) == 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -618,6 +630,7 @@ def test_stamping_checks_badges_and_setup():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_real_release_passes_and_assignments_are_up_to_date(tmp_path):
     root = make_course(tmp_path, source=ROOT)
     proc = run_release(root, "--draft")  # course.toml names a placeholder repository

@@ -36,7 +36,7 @@ import pytest
 from autograder import config, demo, nbgrader_dir
 from helpers import ENV, ROOT, gradebook_rows, grades, make_course
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.long]
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "sinfo", "scontrol", "scancel")

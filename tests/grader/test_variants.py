@@ -42,6 +42,7 @@ def graded(request):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_correct_variants_keep_full_marks(graded):
     name, maximum, scores = graded
     for s in scores:
@@ -51,6 +52,7 @@ def test_correct_variants_keep_full_marks(graded):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_every_mutant_loses_points_but_not_all(graded):
     name, maximum, scores = graded
     for s in scores:
@@ -61,6 +63,7 @@ def test_every_mutant_loses_points_but_not_all(graded):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_variants_with_known_points_get_exactly_them(graded):
     """A do-nothing answer keeps only what its set says (at most 10 % of the notebook), and a
     stub whose notebook rebinds the given names the judges use gets what the stub alone gets."""

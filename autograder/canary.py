@@ -407,16 +407,11 @@ def proof_path(course: Course) -> Path:
     return course.grader_dir / PROOF
 
 
-def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log=print) -> Verdict:
-    """Grade the canary for the class in ``gdir`` (unless it passed before with the same key)."""
-    cdir = folder(course, gdir)
-    names = course.notebooks()
-    sandbox = course.sandbox
-    env = environment()
-    stamp = key(gdir, cell_timeout, sandbox.to_json(), env)  # the class's assignment, generated
-    shared = os.environ.get(RECORDS_ENV)
-    record = Path(shared) / f"{stamp}.json" if shared else cdir.root / RESULT
-    before = _read(cdir.root / RESULT)  # this folder's last canary, whatever its key
+def _passed_before(
+    course: Course, record: Path, before: dict, stamp: str, env: dict, log=print
+) -> Verdict | None:
+    """The verdict of a canary that passed with the same key (in ``record``, the canary
+    folder's last result ``before``, or the course's proof), without grading; None if none."""
     proof = _read(proof_path(course))
     for earlier in (_read(record), before, proof):
         if earlier.get("key") == stamp and earlier.get("passed"):
@@ -424,10 +419,16 @@ def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log
             if earlier is proof:
                 log(f"  canary: not graded: this environment is the one {PROOF} proved")
             return Verdict((), False, env, modules, stamp, seconds, proven=earlier is proof)
-    record.unlink(missing_ok=True)
+    return None
+
+
+def _grade(
+    course: Course, cdir: GradingDir, names: list[str], cell_timeout: int, threads: int, log=print
+) -> tuple[dict, bool, float]:
+    """Generate the canary's assignment, hand in the solutions as its student and grade them:
+    (the worker's result, whether it was killed, seconds)."""
     fresh(cdir)  # nbgrader refuses to change an assignment that has a submission
     nbgrader_dir.generate_assignment(course, cdir)
-
     released = {n: notebooks.read(cdir.release / f"{n}.ipynb") for n in names}
     src = demo.Sources(
         source={n: notebooks.read(cdir.source / f"{n}.ipynb") for n in names}, released=released
@@ -440,20 +441,44 @@ def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log
     intake.stage(cdir, seen, staged)
     log(f"  canary: grading the solutions as a student first ({len(names)} notebooks)")
     result, killed, _, seconds = worker.run(
-        cdir, STUDENT, cell_timeout, course.grade.student_timeout, threads, sandbox
+        cdir, STUDENT, cell_timeout, course.grade.student_timeout, threads, course.sandbox
     )
+    return result, killed, seconds
+
+
+def _causes(broken: dict[str, str], last: dict | None, env: dict) -> list[str]:
+    """The causes of a failed canary, put before its problems: what changed in the environment
+    since it last passed (``last``), which course modules no longer import."""
+    causes = [f"course module {m} does not import here: {why}" for m, why in broken.items()]
+    changed = changes(last, env) if last else []
+    if changed:
+        causes.insert(0, "the environment changed since the canary last passed: "
+                      + "; ".join(changed[:10]) + (f" and {len(changed) - 10} more"
+                                                   if len(changed) > 10 else ""))  # fmt: skip
+    return causes
+
+
+def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log=print) -> Verdict:
+    """Grade the canary for the class in ``gdir`` (unless it passed before with the same key)."""
+    cdir = folder(course, gdir)
+    names = course.notebooks()
+    sandbox = course.sandbox
+    env = environment()
+    stamp = key(gdir, cell_timeout, sandbox.to_json(), env)  # the class's assignment, generated
+    shared = os.environ.get(RECORDS_ENV)
+    record = Path(shared) / f"{stamp}.json" if shared else cdir.root / RESULT
+    before = _read(cdir.root / RESULT)  # this folder's last canary, whatever its key
+    earlier = _passed_before(course, record, before, stamp, env, log)
+    if earlier is not None:
+        return earlier
+    record.unlink(missing_ok=True)
+    result, killed, seconds = _grade(course, cdir, names, cell_timeout, threads, log)
     problems = problems_of(cdir, names, result, killed)
     candidates = course_modules(cdir, names)
     broken = unimportable(candidates)
     last = before.get("environment") if before.get("passed") else before.get("last_passed")
     if problems:  # the cause first: what changed since it last passed, what no longer imports
-        causes = [f"course module {m} does not import here: {why}" for m, why in broken.items()]
-        changed = changes(last, env) if last else []
-        if changed:
-            causes.insert(0, "the environment changed since the canary last passed: "
-                          + "; ".join(changed[:10]) + (f" and {len(changed) - 10} more"
-                                                       if len(changed) > 10 else ""))  # fmt: skip
-        problems = causes + problems
+        problems = _causes(broken, last, env) + problems
     modules = [m for m in candidates if m not in broken]
     data = {
         "key": stamp,
@@ -464,9 +489,10 @@ def check(course: Course, gdir: GradingDir, cell_timeout: int, threads: int, log
         "problems": problems,
         "last_passed": last if problems else env,
     }
-    notebooks.write_bytes(record, json.dumps(data, indent=1).encode())
+    text = json.dumps(data, indent=1).encode()
+    notebooks.write_bytes(record, text)
     if record != cdir.root / RESULT:
-        notebooks.write_bytes(cdir.root / RESULT, json.dumps(data, indent=1).encode())
+        notebooks.write_bytes(cdir.root / RESULT, text)
     if not problems:
         log(f"  canary: full marks ({seconds:.0f} s)")
     return Verdict(tuple(problems), True, env, tuple(modules), stamp, seconds)

@@ -21,6 +21,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     intake        reading submissions: broken files, renamed notebooks, edited tests
     tamper        the static scan of student code (a second line: the judge decides)
     sandbox       the isolated, limited kernel that runs a student's notebook
+    runjudge      the one run-then-judge loop: cells the tests need, then the live kernel judged
     zygote, forkkernel, forkpreload  forked kernels: one process per student imports once
     processes     ending processes: a worker with its kernels, a sandbox's leftovers
     sanitise      student markup made inert before feedback and the formgrader show it
@@ -28,7 +29,8 @@ Built on nbgrader 0.9. The modules, by what they hold:
     safemarkdown  student Markdown made inert, checked by rendering it as nbconvert will
     gradernotes   the grader's own notes in a graded notebook, which no student output can forge
     gradeexec     nbgrader's Execute as grading runs it: limits on time and output, then the tests
-    worker        grading one student's notebooks in one child process, then the judge; starting it
+    worker        grading one student's notebooks in one child process, then the judge
+    launcher      starting that child (the fork server), killing it, reading its result
     grading       the grading run: intake, the canary, parallel workers, records, reports
     records       one record per student run: what grading found besides the gradebook's scores
     canary        the solutions graded as a student first: a broken set-up stops grading

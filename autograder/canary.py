@@ -45,7 +45,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import demo, intake, nbgrader_dir, notebooks, worker
+from . import demo, intake, launcher, nbgrader_dir, notebooks
 from .config import Course
 from .gradebook import read_scores
 from .nbgrader_dir import GradingDir
@@ -440,7 +440,7 @@ def _grade(
     seen, staged = intake.read_student(cdir, STUDENT, released, judges, scan=False)
     intake.stage(cdir, seen, staged)
     log(f"  canary: grading the solutions as a student first ({len(names)} notebooks)")
-    result, killed, _, seconds = worker.run(
+    result, killed, _, seconds = launcher.run(
         cdir, STUDENT, cell_timeout, course.grade.student_timeout, threads, course.sandbox
     )
     return result, killed, seconds

@@ -6,9 +6,9 @@ Runs ``IN`` in a fresh scratch folder (so ``results/`` and ``checkpoints/`` star
 the environment it inherits (the release sets quick mode), keeps going after errors, and
 writes the executed notebook with its outputs to ``OUT``. A cell running past ``--timeout``
 is interrupted and gets an error output named ``CellTimeoutError``. With ``--spec`` (a judge
-spec, ``judge.Spec``), the cells grading skips are not run (``Spec.skips``), as when grading,
-and the tests then ask the still-running kernel (``judge.judge_live``,
-from this process, which runs no notebook code) and the verdicts go to
+spec, ``judge.Spec``), the cells grading skips are not run (``Spec.skipped_cells``), as when
+grading, and the tests then ask the still-running kernel (``runjudge.run_then_judge``: the
+loop grading runs, from this process, which runs no notebook code) and the verdicts go to
 :func:`verdicts_path` of ``OUT``.
 """
 
@@ -16,38 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from . import judge, notebooks
+from . import judge, notebooks, runjudge
 from .nbgrader_dir import child_env
-
-TIMEOUT_ERROR = {
-    "ename": notebooks.TIMEOUT_ENAME,
-    "evalue": "",
-    "traceback": [f"{notebooks.TIMEOUT_ENAME}: the cell ran past its time limit"],
-}
-
-
-def kernel_config(sockets: Path):
-    """The nbclient configuration of a kernel whose sockets are files in ``sockets`` (a folder
-    of this run, apart from the notebook's working folder).
-
-    With TCP, jupyter_client picks free ports by binding and releasing them before the kernel
-    binds them, so kernels started at the same moment by parallel workers (the release checks,
-    the variant and mutant grading) can pick the same port, and one dies before replying
-    ("Address already in use"). Unix sockets in a folder of this run cannot collide. TCP stays
-    where there are no Unix sockets (Windows)."""
-    from traitlets.config import Config
-
-    cfg = Config()
-    if os.name == "posix":
-        cfg.KernelManager.transport = "ipc"
-        cfg.KernelManager.ip = str(sockets / "kernel")
-    return cfg
 
 
 def verdicts_path(dst: Path) -> Path:
@@ -58,34 +33,18 @@ def verdicts_path(dst: Path) -> Path:
 def execute(src: Path, dst: Path, timeout: int, spec: judge.Spec | None = None) -> None:
     """Execute ``src`` in a scratch folder and write the result to ``dst`` (in this process);
     with ``spec``, judge it on the live kernel before it stops."""
-    from nbclient import NotebookClient
-
     nb = notebooks.read(src)
-    found: dict = {}
     with (
         tempfile.TemporaryDirectory(prefix="a3-run-") as scratch,
         tempfile.TemporaryDirectory(prefix="a3-kernel-") as sockets,
     ):
-        client = NotebookClient(
-            nb,
-            timeout=timeout,
-            kernel_name="python3",
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            error_on_timeout=TIMEOUT_ERROR,
-            resources={"metadata": {"path": scratch}},
-            config=kernel_config(Path(sockets)),
-        )
-        skipped = set(spec.skipped_cells(nb.cells)) if spec is not None else set()
+        client = runjudge.client(nb, timeout, Path(scratch), Path(sockets))
+        skipped = set(runjudge.skipped_cells(spec, nb.cells))  # as grading runs it
         with client.setup_kernel():
-            for index, cell in enumerate(nb.cells):
-                if index in skipped:
-                    continue  # as grading runs it (judge.Spec.skipped_cells)
-                client.execute_cell(cell, index)
-            if spec is not None:
-                info = client.km.get_connection_info()
-                verdicts, stats = judge.judge_live(spec, nb, info, request_seconds=timeout)
-                found = {"verdicts": verdicts, "session": stats}
+            found = runjudge.run_then_judge(
+                nb, spec, skipped, client.execute_cell, lambda: client.km.get_connection_info(),
+                request_seconds=timeout,
+            )  # fmt: skip
     notebooks.write(nb, dst)
     if spec is not None:
         notebooks.write_bytes(verdicts_path(dst), json.dumps(found).encode())

@@ -1,7 +1,8 @@
-"""What the grading run's fork server imports besides nbgrader (``worker._fork_server``): the
-modules named in the environment variable ``worker.FORK_PRELOAD`` (comma-separated), in turn,
-each that fails to import skipped (``forkkernel.preload``, as the zygote preloads): the worker
-that needs it imports it again and reports the error where grading reports it (a judge cell's).
+"""What the grading run's fork server imports (``launcher._fork_server``): the modules named in
+the environment variable ``launcher.FORK_PRELOAD`` (comma-separated: ``launcher.fork_preload``,
+nbgrader and the judge cells' modules), in turn, each that fails to import skipped
+(``forkkernel.preload``, as the zygote preloads): the worker that needs it imports it again and
+reports the error where grading reports it (a judge cell's).
 """
 
 from __future__ import annotations
@@ -9,6 +10,6 @@ from __future__ import annotations
 import os
 
 from .forkkernel import preload
-from .worker import FORK_PRELOAD
+from .launcher import FORK_PRELOAD
 
 preload(filter(None, os.environ.get(FORK_PRELOAD, "").split(",")))

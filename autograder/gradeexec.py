@@ -8,8 +8,9 @@ notebook has a time limit on top of nbgrader's per-cell one, each cell keeps at 
 ``max_output_chars`` of output and the notebook at most ``max_notebook_chars`` (display
 updates, ``display_id`` outputs included: an update is charged once per output it would
 rewrite). Once every cell has run, and before the kernel stops, the tests of ``spec_file``
-ask that kernel for the student's objects (``judge.judge_live``, in this process, which runs
-no student code); the verdicts go to ``verdict_file``.
+ask that kernel for the student's objects (``runjudge.run_then_judge``: the loop the release
+checks and the shared kernel run too; in this process, which runs no student code); the
+verdicts go to ``verdict_file``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from nbclient.util import run_sync
 from nbformat import NotebookNode
 from traitlets import Bool, Integer, Unicode
 
-from . import notebooks, ownrun
+from . import judge, notebooks, ownrun, runjudge
 from .limits import Limits
 from .sandbox import SandboxKernelManager
 
@@ -86,27 +87,33 @@ class GradeExecute(_execute_class()):
         self._check_assign_resources(resources)
         found = None
         spec = self._spec()
-        skipped = [] if spec is None or self.run_skipped else spec.skipped_cells(self.nb.cells)
+        skipped = runjudge.skipped_cells(spec, self.nb.cells, self.run_skipped)
         with self.setup_kernel():
             info_msg = self.wait_for_reply(self.kc.kernel_info())
             if info_msg:
                 self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
-            for index, cell in enumerate(self.nb.cells):
-                if index in skipped:
-                    ownrun.show(cell)  # not run: the student's own outputs, marked as such
-                    continue
-                kept = cell.get("metadata", {}).pop(ownrun.KEY, None)
-                self.preprocess_cell(cell, resources, index)
-                ownrun.show_rerun(self.nb.cells[index], kept)  # a tagged cell: own outputs too
-            if spec is not None:
-                self._stop_reading_outputs()
-                found = {**self._judge(spec), "skipped": skipped}
+            try:
+                found = runjudge.run_then_judge(
+                    self.nb, spec, skipped, lambda cell, index: self._run_cell(resources, index),
+                    self.km.get_connection_info, request_seconds=self.timeout or 60,
+                    skip=ownrun.show,  # not run: the student's own outputs, marked as such
+                    before_judge=self._stop_reading_outputs,
+                )  # fmt: skip
+            except judge.JudgeError as err:  # a judge cell failed: the course's fault
+                found = {"judge_error": str(err)[:2000]}
+            if found is not None:
+                found["skipped"] = skipped
         self.set_widgets_metadata()
         if found is not None and self.verdict_file:
-            from . import notebooks
-
             notebooks.write_bytes(self.verdict_file, json.dumps(found).encode())
         return self.nb, self.resources
+
+    def _run_cell(self, resources, index: int) -> None:
+        """Run cell ``index``; a tagged cell keeps its own outputs too (``ownrun``)."""
+        cell = self.nb.cells[index]
+        kept = cell.get("metadata", {}).pop(ownrun.KEY, None)
+        self.preprocess_cell(cell, resources, index)
+        ownrun.show_rerun(self.nb.cells[index], kept)
 
     def _stop_reading_outputs(self) -> None:
         """The notebook has run: what the kernel publishes while the tests ask it (prints of
@@ -122,20 +129,7 @@ class GradeExecute(_execute_class()):
             return None
         from pathlib import Path
 
-        from . import judge
-
         return judge.Spec.from_json(Path(self.spec_file).read_text())
-
-    def _judge(self, spec) -> dict:
-        from . import judge
-
-        try:
-            verdicts, stats = judge.judge_live(
-                spec, self.nb, self.km.get_connection_info(), request_seconds=self.timeout or 60
-            )
-        except judge.JudgeError as err:  # a judge cell failed: the course's fault
-            return {"judge_error": str(err)[:2000]}
-        return {"verdicts": verdicts, "session": stats}
 
     def _remaining(self) -> float:
         return (self._deadline or float("inf")) - time.monotonic()

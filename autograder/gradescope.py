@@ -96,12 +96,12 @@ from . import (
     grading,
     intake,
     judge,
+    launcher,
     nbgrader_dir,
     notebooks,
     processes,
     release,
     report,
-    worker,
 )
 from .config import REPO_ROOT, Course
 from .nbgrader_dir import GradingDir
@@ -626,7 +626,7 @@ def end_leftovers() -> int:
     had ended (zombies, which come to this process as the subreaper: reaped here)."""
     import psutil
 
-    worker.stop_fork_server()
+    launcher.stop_fork_server()
     procs = psutil.Process().children(recursive=True)
     running = [p for p in procs if processes.running(p)]
     processes.kill_all(procs)

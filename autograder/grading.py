@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import canary, demo, intake, nbgrader_dir, notebooks, ownrun, report, worker
+from . import canary, demo, intake, launcher, nbgrader_dir, notebooks, ownrun, report, worker
 from .config import Course, usable_cpus
 from .gradebook import Scores, read_scores, zero_notebooks
 from .nbgrader_dir import STUDENT_ID, GradingDir
@@ -351,7 +351,7 @@ def grade_students(
         if refused is not None:  # no kernel starts: every notebook failed, NOT_ISOLATED
             result, killed, code, seconds = {**refused, "student": student}, False, None, 0.0
         else:
-            result, killed, code, seconds = worker.run(
+            result, killed, code, seconds = launcher.run(
                 gdir, student, plan.cell_timeout, course.grade.student_timeout, threads,
                 course.sandbox,
             )  # fmt: skip
@@ -359,7 +359,7 @@ def grade_students(
         if why or fault:  # not the student's fault: not recorded, graded again next time
             if why and not fault:
                 fault.append(why)
-                worker.kill_running()
+                launcher.kill_running()
             log(f"  {student:24} {seconds:7.1f} s  not graded: the course's fault (below)")
             return
         if killed or not result.get("done"):
@@ -380,7 +380,7 @@ def grade_students(
         except BaseException:  # Ctrl-C or a bug: stop every worker and its kernels
             for future in futures:
                 future.cancel()
-            worker.kill_running()
+            launcher.kill_running()
             raise
     return fault[0] if fault else ""
 
@@ -434,7 +434,7 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         records.put(student, run)
 
     if todo:
-        worker.sweep_scratch()
+        launcher.sweep_scratch()
         backup = nbgrader_dir.backup_gradebook(gdir, "grade")
         if backup:
             log(f"  gradebook backed up to {backup}")

@@ -8,10 +8,11 @@ the first cell it changes. The kernel runs the unchanged notebook once, snapshot
 namespace and random states before each start; then for each version it restores the
 snapshot of its start (names bound since removed, the rest rebound), runs the cells from
 there to the end that grading runs for it, and the judge asks that kernel for the version's
-objects (``judge.judge_live``), as grading does. The unchanged notebook is graded first (that
-first run) and last (from the first start): it must keep full marks both times. A version
-that kills the kernel or runs past the cell time limit is scored as grading scores it (what
-did not run loses its points) and the kernel is restarted.
+objects, as grading does (the loop and the judge call are ``runjudge.py``'s, grading's own).
+The unchanged notebook is graded first (that first run) and last (from the first start): it
+must keep full marks both times. A version that kills the kernel or runs past the cell time
+limit is scored as grading scores it (what did not run loses its points) and the kernel is
+restarted.
 
 The trade-off: state the snapshot does not cover (a module or an object changed in place)
 could leak from one version to the next. The baseline runs guard against it, and callers grade
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import judge, notebooks
+from . import judge, notebooks, runjudge
 
 INSTALL = """def __a3_shared_install():
     import random
@@ -110,10 +111,6 @@ class SharedKernel:
     """One kernel grading every version of one job (see the module docstring)."""
 
     def __init__(self, job: dict, scratch: Path, sockets: Path):
-        from nbclient import NotebookClient
-
-        from .execute import TIMEOUT_ERROR, kernel_config
-
         self.spec = judge.Spec.from_json(job["spec"])
         self.nb = notebooks.nbformat.from_dict(job["notebook"])
         self.size = len(self.nb.cells)  # the notebook's own cells; then the runner's
@@ -124,16 +121,7 @@ class SharedKernel:
         self.nb.cells.append(notebooks.nbformat.v4.new_code_cell(INSTALL))
         self.nb.cells.append(notebooks.nbformat.v4.new_code_cell(""))  # save or restore
         self.checks = judge.collect_checks(self.spec)
-        self.client = NotebookClient(
-            self.nb,
-            timeout=job["timeout"],
-            kernel_name="python3",
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            error_on_timeout=TIMEOUT_ERROR,
-            resources={"metadata": {"path": str(scratch)}},
-            config=kernel_config(sockets),
-        )
+        self.client = runjudge.client(self.nb, job["timeout"], scratch, sockets)
         self.stack = contextlib.ExitStack()
 
     def _runner(self, source: str) -> None:
@@ -166,15 +154,18 @@ class SharedKernel:
             cell.source = sources.get(str(i), sources.get(i, self.base[i]))
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-        error, skip, began = "", set(skipped), time.perf_counter()
+        error, began = "", time.perf_counter()
+
+        def snapshot(i: int) -> None:  # the namespace before each start, on the first run
+            if save and i in self.starts:
+                self._runner(SAVE.format(at=i))
+
         try:
             if not save:
                 self._runner(RESTORE.format(at=start))
-            for i in range(start, self.size):
-                if save and i in self.starts:
-                    self._runner(SAVE.format(at=i))
-                if i not in skip and self.nb.cells[i].cell_type == "code":
-                    self.client.execute_cell(self.nb.cells[i], i)
+            cells = self.nb.cells[: self.size]
+            runjudge.run_cells(cells, set(skipped), self.client.execute_cell, start=start,
+                               before=snapshot)  # fmt: skip
             if save:
                 self._runner(SAVE.format(at=self.size))
         except DeadKernelError:
@@ -194,9 +185,9 @@ class SharedKernel:
         own.cells = own.cells[: self.size]
         try:
             info = self.client.km.get_connection_info()
-            verdicts, _ = judge.judge_live(
-                self.spec, own, info, checks=self.checks, request_seconds=self.client.timeout
-            )
+            verdicts = runjudge.judge_kernel(
+                self.spec, own, info, self.client.timeout, self.checks
+            )["verdicts"]
         except Exception:  # noqa: BLE001 - the kernel is gone: every check is lost
             verdicts = judge.verdicts_to_json(judge.judge_notebook(self.spec, own))
         return verdicts

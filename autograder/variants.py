@@ -11,7 +11,7 @@ the course (``tests/grader/test_variants.py``) use it to show that correct varia
 and every mutant loses points, behaviour by behaviour.
 
 Cells run exactly as grading runs them: the cells tagged ``skip_in_grading`` are left out
-when no later cell reads what they bind (``judge.Spec.skipped_cells``, in ``execute.py``), so
+when no later cell reads what they bind (``judge.Spec.skipped_cells``, in ``runjudge.py``), so
 the variant sets also prove that leaving them out changes no verdict. ``skip_plain=True``
 leaves out every plain code cell as well (quicker, for experiments only).
 

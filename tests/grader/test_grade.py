@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import config, intake, judge, nbgrader_dir, notebooks, ownrun, worker
+from autograder import config, intake, judge, launcher, nbgrader_dir, notebooks, ownrun, worker
 from helpers import (
     ENV,
     FIXTURE,
@@ -475,12 +475,12 @@ def test_a_grader_killed_outright_leaves_nothing_in_tmp_for_long(tmp_path, monke
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    left = tmp_path / f"{worker.SCRATCH}{dead.pid}-abc"
-    running = tmp_path / f"{worker.SCRATCH}{os.getpid()}-def"
-    other = tmp_path / f"{worker.SCRATCH}notapid-x"
+    left = tmp_path / f"{launcher.SCRATCH}{dead.pid}-abc"
+    running = tmp_path / f"{launcher.SCRATCH}{os.getpid()}-def"
+    other = tmp_path / f"{launcher.SCRATCH}notapid-x"
     for folder in (left, running, other):
         (folder / "a3-sbx-1").mkdir(parents=True)
-    assert worker.sweep_scratch() == [left]
+    assert launcher.sweep_scratch() == [left]
     assert not left.exists() and running.exists() and other.exists()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import config, judge, nbgrader_dir, notebooks, processes, worker
+from autograder import config, judge, launcher, nbgrader_dir, notebooks, processes, worker
 from helpers import ROOT, autograder, grades, student_record
 
 
@@ -36,7 +36,7 @@ def test_the_judges_top_level_imports_are_preloaded(tmp_path):
         two="from . import local\nfrom os.path import *\n\ndef later():\n    import sklearn\n",
     )
     (gdir.judges / "broken.json").write_text("{")  # grading reports it; no preload from it
-    assert worker.judge_imports(gdir) == (
+    assert launcher.judge_imports(gdir) == (
         "course_lib.checks", "course_lib.checks.check_close", "math", "numpy", "os.path",
     )  # fmt: skip
 
@@ -48,7 +48,7 @@ def test_the_repository_course_preloads_torch_and_the_checks(tmp_path):
     for name in config.load(ROOT).notebooks():
         spec = judge.spec_of(notebooks.read(ROOT / "solutions" / "a3" / f"{name}.ipynb"), name)
         (gdir.judges / f"{name}.json").write_text(spec.to_json())
-    found = worker.judge_imports(gdir)
+    found = launcher.judge_imports(gdir)
     assert {"torch", "course_lib.judging", "course_lib.checks"} <= set(found)
 
 
@@ -56,7 +56,7 @@ def test_a_module_that_fails_to_import_is_skipped(tmp_path):
     (tmp_path / "raises_on_import.py").write_text("raise RuntimeError('a broken course module')\n")
     env = {
         **os.environ,
-        worker.FORK_PRELOAD: "raises_on_import,no_such_module_at_all,json",
+        launcher.FORK_PRELOAD: "raises_on_import,no_such_module_at_all,json",
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]),
     }
     code = "import sys, autograder.forkpreload; print('json' in sys.modules)"
@@ -75,16 +75,16 @@ def test_a_worker_starts_with_the_modules_already_imported(tmp_path):
         f"open({str(out)!r}, 'w').write(json.dumps([name in sys.modules for name in "
         "('wave', 'tabnanny', 'nbgrader.preprocessors')]))\n"
     )
-    worker.stop_fork_server()  # this process's server, if a test started one: start ours
+    launcher.stop_fork_server()  # this process's server, if a test started one: start ours
     try:
-        server = worker._fork_server(lambda: ("wave",))
+        server = launcher._fork_server(lambda: ("wave",))
         process = server.Process(target=exec, args=(probe,))
         process.start()
         process.join(120)
         assert process.exitcode == 0
         assert json.loads(out.read_text()) == [True, False, True]
     finally:
-        worker.stop_fork_server()
+        launcher.stop_fork_server()
 
 
 def test_killing_waits_for_the_end_not_for_the_reaping():

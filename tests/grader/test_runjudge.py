@@ -94,3 +94,11 @@ def test_the_fork_server_imports_one_list():
     found = launcher.fork_preload(["json", "no_such_module_at_all", "os.path"])
     assert found == [*launcher.PRELOAD, "json", "os.path"]
     assert "autograder.launcher" in found  # what a worker runs (launcher._forked)
+
+
+def test_the_release_digest_covers_the_loop():
+    """The release checks run notebooks through ``execute.py`` and this loop: a change to
+    either changes the release's dependencies digest, so the checks run again."""
+    from autograder import releasehistory
+
+    assert {"execute.py", "runjudge.py"} <= set(releasehistory.RUN_MODULES)

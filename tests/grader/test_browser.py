@@ -32,11 +32,11 @@ Chromium is Debian's ``chromium`` (``make setup`` installs it as root on Debian/
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -294,12 +294,6 @@ def own_outputs(beacon: Beacon) -> list:
 # --- the formgrader --------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Formgrader:
     """``jupyter lab`` in the course directory, as ``make formgrade`` starts it, with a token
     (``plain``: nbgrader's own, its pages unescaped: the control)."""
@@ -307,10 +301,14 @@ class Formgrader:
     headers: dict[str, str] = {}  # of the last page got
 
     def __init__(self, gdir: Path, tmp: Path, plain: bool = False):
-        self.port, self.token = free_port(), "test-token-" + os.urandom(8).hex()
+        # Port 0: the server takes a free port itself and writes it in its runtime folder,
+        # which is this test's own, so the test talks to its own server and no other (a port
+        # chosen here and passed on could be taken by another test's process meanwhile).
+        self.port, self.token = 0, "test-token-" + os.urandom(8).hex()
+        runtime = tmp / "jupyter-runtime"
         cmd = nbgrader_dir.formgrade_command(
             nbgrader_dir.GradingDir(gdir, "a3"),
-            "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--no-browser", "--ServerApp.ip=127.0.0.1", "--ServerApp.port=0",
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
         )  # fmt: skip
         if plain:
@@ -318,12 +316,16 @@ class Formgrader:
         env = {
             **nbgrader_dir.child_env(),  # as make formgrade: the autograder importable
             "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),
-            "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
+            "JUPYTER_RUNTIME_DIR": str(runtime),
         }
         self.log = open(tmp / "jupyter.log", "w")  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(cmd, cwd=gdir, env=env, stdout=self.log, stderr=self.log)
+        info = runtime / f"jpserver-{self.proc.pid}.json"  # written once the server listens
         deadline = time.time() + 120
-        while self.get("/api/status")[0] != 200:
+        while not self.port or self.get("/api/status")[0] != 200:
+            if not self.port and info.exists():
+                with contextlib.suppress(ValueError):  # half written: read it again
+                    self.port = int(json.loads(info.read_text())["port"])
             if time.time() > deadline or self.proc.poll() is not None:
                 self.close()
                 pytest.fail(f"jupyter lab did not start: {(tmp / 'jupyter.log').read_text()}")

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from autograder import canary, config, nbgrader_dir, notebooks
 from helpers import ENV, ROOT, course_sources, grades, make_course, student_record
@@ -87,6 +88,39 @@ def test_the_key_covers_the_environment(tmp_path, monkeypatch):
          "language": "python", "display_name": "x", "env": {"A3_OTHER": "1"}}))  # fmt: skip
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     assert canary.key(gdir, 20, "{}") != first
+
+
+def test_a_canary_passed_with_the_same_key_is_not_graded_again(tmp_path, monkeypatch):
+    """A passed canary's record with the key of now stands (the shared records, then the
+    course's proof, which says so): nothing is generated or graded, the record's modules and
+    seconds are the verdict's."""
+    course = config.load(make_course(tmp_path))
+    gdir = nbgrader_dir.real(course)
+    gdir.source_stamp.parent.mkdir(parents=True)
+    gdir.source_stamp.write_text("stamp\n")
+    stamp = canary.key(gdir, 20, course.sandbox.to_json())
+
+    def graded(*args, **kwargs):
+        raise AssertionError("the canary was graded again")
+
+    monkeypatch.setattr(canary, "fresh", graded)  # grading's first step
+    records = tmp_path / "records"
+    records.mkdir()
+    monkeypatch.setenv(canary.RECORDS_ENV, str(records))
+    passed = {"key": stamp, "passed": True, "modules": ["json"], "seconds": 7.0}
+    (records / f"{stamp}.json").write_text(json.dumps(passed))
+    lines: list[str] = []
+    verdict = canary.check(course, gdir, 20, 1, log=lines.append)
+    assert (verdict.graded, verdict.proven, verdict.key) == (False, False, stamp)
+    assert (verdict.modules, verdict.seconds, verdict.passed, lines) == (("json",), 7.0, True, [])
+    (records / f"{stamp}.json").unlink()
+    canary.proof_path(course).write_text(json.dumps(passed))
+    verdict = canary.check(course, gdir, 20, 1, log=lines.append)
+    assert verdict.proven and not verdict.graded and verdict.modules == ("json",)
+    assert lines == [f"  canary: not graded: this environment is the one {canary.PROOF} proved"]
+    canary.proof_path(course).write_text(json.dumps({**passed, "key": "another"}))
+    with pytest.raises(AssertionError, match="graded again"):  # another key: graded
+        canary.check(course, gdir, 20, 1, log=lines.append)
 
 
 # --- the message ------------------------------------------------------------------------------

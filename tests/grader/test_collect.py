@@ -22,8 +22,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import config, intake, judge, nbgrader_dir, report
+from autograder import config, intake, nbgrader_dir, report
 from autograder.collect import LMS_FILE, CollectError, ZipLimits, collect, match
+from autograder.spec import spec_of
 from helpers import ENV, FIXTURE, ROOT, course_sources, make_course
 
 MiB = 1024 * 1024
@@ -197,7 +198,7 @@ def test_late_files_and_resubmissions_as_grading_reads_them(course, tmp_path):
     assert "  doejane (changed): 1_sums.ipynb, 2_words.ipynb (late: 1_sums.ipynb)" in log
     assert not (submitted(course) / "smithbob" / "a3" / LMS_FILE).exists()
     gdir = nbgrader_dir.real(course)
-    specs = {name: judge.spec_of(nb, name) for name, nb in src.released.items()}
+    specs = {name: spec_of(nb, name) for name, nb in src.released.items()}
     rows, seen = [], {}
     for student in ("doejane", "leeann", "smithbob"):
         found, _ = intake.read_student(gdir, student, src.released, specs, scan=False)

@@ -23,7 +23,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import config, intake, judge, launcher, nbgrader_dir, notebooks, ownrun, worker
+from autograder import config, intake, launcher, nbgrader_dir, notebooks, ownrun, worker
+from autograder.spec import Spec
 from helpers import (
     ENV,
     FIXTURE,
@@ -382,8 +383,8 @@ def test_intake_repairs_what_grading_does_not_need():
 def test_extra_credit_is_shown_apart():
     from autograder import report
 
-    spec = judge.Spec("1_x", {}, (), graded=(notebooks.GradedCell("t", 2.0, True),))
-    extra = judge.Spec("5_x", {}, (), graded=(notebooks.GradedCell("u", 1.0, True),))
+    spec = Spec("1_x", {}, (), graded=(notebooks.GradedCell("t", 2.0, True),))
+    extra = Spec("5_x", {}, (), graded=(notebooks.GradedCell("u", 1.0, True),))
     done = report.empty_row("ann", spec)
     done.autograded = 2.0
     bonus = report.empty_row("ann", extra, extra=True)

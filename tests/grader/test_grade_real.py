@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from autograder import config, demo, judge, nbgrader_dir, notebooks
+from autograder import config, demo, nbgrader_dir, notebooks
+from autograder.spec import spec_of
 from helpers import ROOT, autograder, grades, make_course
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +104,7 @@ def test_real_demo_class(real_demo):
     names = course.notebooks()
     rows = grades(root)
     sources = {n: notebooks.read(course.solutions_dir / f"{n}.ipynb") for n in names}
-    specs = {n: judge.spec_of(nb, n) for n, nb in sources.items()}
+    specs = {n: spec_of(nb, n) for n, nb in sources.items()}
     cells = {
         n: sum(notebooks.is_solution(c) and c.cell_type == "code" for c in nb.cells)
         for n, nb in sources.items()

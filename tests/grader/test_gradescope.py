@@ -25,7 +25,8 @@ import jsonschema
 import nbformat
 import pytest
 
-from autograder import canary, config, gradescope, judge, nbgrader_dir, release, report, tamper
+from autograder import canary, config, gradescope, nbgrader_dir, release, report, tamper
+from autograder.spec import docstring_lines, spec_of
 from helpers import ENV, ROOT, autograder, course_sources, graded_tiny_demo, grades, make_course
 
 SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
@@ -254,9 +255,9 @@ def test_results_show_verdicts_never_the_probes_or_judges(course_zip, emulated):
     secret = []
     for path in sorted(course.solutions_dir.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        spec = judge.spec_of(nb, path.stem)
+        spec = spec_of(nb, path.stem)
         for test in spec.tests.values():
-            doc = len(judge.docstring_lines(test.graded_source))
+            doc = len(docstring_lines(test.graded_source))
             secret += [line.strip() for line in test.graded_source.split("\n")[doc:]]
         secret += [line.strip() for j in spec.judges for line in j.source.split("\n")]
     secret = [s for s in secret if len(s) > 12]

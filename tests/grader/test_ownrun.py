@@ -1,6 +1,6 @@
 """Grading runs only what the tests need, and shows the student's own outputs where it skips.
 
-``judge.Spec.skipped_cells`` leaves out the cells tagged ``skip_in_grading`` unless a cell
+``spec.Spec.skipped_cells`` leaves out the cells tagged ``skip_in_grading`` unless a cell
 that runs later may read what they bind (the student's own code included); ``ownrun`` keeps
 the handed-in outputs of the cells left out, cleaned, and the feedback page shows them beside
 the written answers, with where the student's own code first raised. End to end (the release
@@ -19,7 +19,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from autograder import (
     feedback,
     gradebook,
-    judge,
     ownrun,
     release,
     report,
@@ -27,6 +26,7 @@ from autograder import (
     sanitise,
     worker,
 )
+from autograder.spec import ANY_NAME, SKIP_TAG, Spec, names_of, spec_of
 
 PNG = (  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -35,7 +35,7 @@ PNG = (  # a 1x1 PNG
 
 def skip_cell(source: str) -> nbformat.NotebookNode:
     cell = new_code_cell(source)
-    cell.metadata["tags"] = [judge.SKIP_TAG]
+    cell.metadata["tags"] = [SKIP_TAG]
     return cell
 
 
@@ -68,21 +68,21 @@ def course_notebook() -> nbformat.NotebookNode:
     )
 
 
-def spec() -> judge.Spec:
-    return judge.spec_of(course_notebook(), "nb")
+def spec() -> Spec:
+    return spec_of(course_notebook(), "nb")
 
 
 def test_names_a_cell_binds_and_reads():
-    bound, loaded = judge.names_of(
+    bound, loaded = names_of(
         "x = x + 1\nfor i in range(3):\n    y = i\n"
         "def f(a):\n    return a + z + y\n%matplotlib inline\n!pip list\nimport numpy as np\n"
     )
     assert {"x", "i", "y", "f", "np"} <= bound
     assert {"x", "range", "z"} <= loaded  # x is read before this cell binds it
     assert not {"a", "y", "i"} & loaded  # a parameter; names bound before they are read
-    assert judge.ANY_NAME in judge.names_of("print(eval('model'))")[1]
-    assert judge.ANY_NAME in judge.names_of("def broken(:")[1]
-    assert judge.ANY_NAME in judge.names_of("from m import *")[0]
+    assert ANY_NAME in names_of("print(eval('model'))")[1]
+    assert ANY_NAME in names_of("def broken(:")[1]
+    assert ANY_NAME in names_of("from m import *")[0]
 
 
 def test_tagged_cells_are_left_out_unless_a_later_cell_reads_them():
@@ -107,8 +107,8 @@ def test_tagged_cells_are_left_out_unless_a_later_cell_reads_them():
 
 def test_the_tag_is_refused_on_answers_tests_and_markdown():
     nb = course_notebook()
-    nb.cells[1].metadata["tags"] = [judge.SKIP_TAG]
-    problems = release.spec_problems(judge.spec_of(nb, "nb"), nb)
+    nb.cells[1].metadata["tags"] = [SKIP_TAG]
+    problems = release.spec_problems(spec_of(nb, "nb"), nb)
     assert any("only given code cells may be tagged skip_in_grading" in p for p in problems)
     assert not release.spec_problems(spec(), course_notebook())
 

@@ -28,7 +28,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from autograder import (
     config,
     intake,
-    judge,
     leaks,
     nbgrader_dir,
     notebooks,
@@ -37,6 +36,7 @@ from autograder import (
     releasehistory,
     releaseruns,
 )
+from autograder.spec import Spec
 from helpers import ENV, FIXTURE, ROOT, make_course
 
 
@@ -391,7 +391,7 @@ def test_a_notebook_of_an_earlier_release_is_not_tampered(tiny_release, tmp_path
 
     gdir = nbgrader_dir.real(course)
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in ("1_sums", "2_words")}
-    specs = {n: judge.Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in released}
+    specs = {n: Spec.from_json((gdir.judges / f"{n}.json").read_text()) for n in released}
 
     def hand_in(student: str, nb) -> intake.NotebookIntake:
         folder = gdir.student_dir(gdir.submitted, student)
@@ -539,7 +539,7 @@ def test_secret_lines_ignore_public_and_short_lines():
 
 
 def test_blank_run_allows_only_stub_errors_after_the_first_solution():
-    from autograder.judge import TestVerdict
+    from autograder.spec import TestVerdict
 
     def error(ename):
         return [new_output("error", ename=ename, evalue="", traceback=[])]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import judge, notebooks, sharedkernel, variants
+from autograder import notebooks, sharedkernel, variants
+from autograder.spec import spec_of, verdicts_from_json
 from helpers import ROOT
 
 SOLUTION = ROOT / "tests" / "fixtures" / "course" / "solutions" / "a3" / "1_sums.ipynb"
@@ -53,14 +54,14 @@ def test_a_version_that_spoils_the_kernel_is_caught_and_the_surprise_graded_fres
     job = variants.shared_job(solution, "1_sums", [poisoned, later], timeout=60)
     assert [v["start"] for v in job["versions"]] == [3, 3]  # from the first changed cell
     result = sharedkernel.run_job(job)
-    in_shared = judge.verdicts_from_json(result["results"][1]["verdicts"])
+    in_shared = verdicts_from_json(result["results"][1]["verdicts"])
     assert in_shared["test_add"].score == 0  # the builtin stayed spoilt in the shared kernel
     scores = variants.grade_variants_shared(solution, "1_sums", [poisoned, later], timeout=60)
     assert [s.score for s in scores] == [1, 2]  # the surprise, graded again in a fresh kernel
 
 
 def test_each_version_starts_from_the_snapshot_before_its_first_change(solution):
-    spec = judge.spec_of(solution, "1_sums")
+    spec = spec_of(solution, "1_sums")
     base = variants.student_notebook(solution, spec, variants.Variant("solution"))
     versions = [
         {"id": "mul", "sources": {7: "def mul(a, b):\n    return a + b"}},

@@ -18,8 +18,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import config, intake, judge, nbgrader_dir, release, report, shards, tamper
+from autograder import config, intake, nbgrader_dir, release, report, shards, tamper
 from autograder.nbgrader_dir import GradingDir
+from autograder.spec import spec_of, without_instructor_cells
 from helpers import ROOT, make_course
 
 SETUP = """\
@@ -461,7 +462,7 @@ def _hand_in(tmp_path: Path, nb: nbformat.NotebookNode) -> GradingDir:
 
 def test_the_intake_stages_the_students_code_as_written(tmp_path):
     released = make_nb("x = None", "y = None")
-    spec = judge.spec_of(released, "nb")
+    spec = spec_of(released, "nb")
     answers = [
         "torch.allclose = lambda *a, **k: True\nimport sys\nsys.settrace(None)",
         "import os\nos.environ['X'] = '1'\n%config InteractiveShell.ast_node_interactivity = 'all'",
@@ -494,7 +495,7 @@ def test_the_intake_lists_five_findings_then_counts(tmp_path):
     released = make_nb("x = None")
     gdir = _hand_in(tmp_path, make_nb("\n".join(["import ctypes"] * 7)))
     seen, _ = intake.read_student(
-        gdir, "s1", {"nb": released}, {"nb": judge.spec_of(released, "nb")}
+        gdir, "s1", {"nb": released}, {"nb": spec_of(released, "nb")}
     )
     notes = seen.notebooks["nb"].notes
     assert len(notes) == 6 and notes[-1] == "review: and 2 more"
@@ -504,7 +505,7 @@ def test_the_intake_lists_five_findings_then_counts(tmp_path):
 def test_no_scan_no_review(tmp_path):
     released = make_nb("x = None")
     gdir = _hand_in(tmp_path, make_nb("import ctypes"))
-    spec = {"nb": judge.spec_of(released, "nb")}
+    spec = {"nb": spec_of(released, "nb")}
     seen, staged = intake.read_student(gdir, "s1", {"nb": released}, spec, scan=False)
     assert seen.notebooks["nb"].flags == [] and seen.notebooks["nb"].notes == []
     assert staged["nb"].cells[2].source == "import ctypes"
@@ -585,7 +586,7 @@ def test_an_edit_matching_no_release_is_still_tampering():
 def test_the_intake_reads_the_release_history_of_the_class(tmp_path):
     first, today, _ = _earlier_release()
     gdir = _hand_in(tmp_path, first)
-    spec = {"nb": judge.spec_of(today, "nb")}
+    spec = {"nb": spec_of(today, "nb")}
     seen, _ = intake.read_student(gdir, "s1", {"nb": today}, spec, scan=False)
     assert "tampered" in seen.notebooks["nb"].flags  # no history yet
     entries = [{"date": d, "notebooks": intake.release_record({"nb": nb})}
@@ -647,7 +648,7 @@ def _as_released(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def test_the_course_solutions_have_no_findings(path):
     # What students get: the solution notebook without its instructor-only (judge) cells; the
     # given code of its answer cells (outside the solution regions) is the release's.
-    nb = judge.without_instructor_cells(nbformat.read(path, as_version=4))
+    nb = without_instructor_cells(nbformat.read(path, as_version=4))
     assert tamper.scan(nb, _as_released(nb)) == []
 
 

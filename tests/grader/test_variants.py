@@ -15,7 +15,8 @@ import importlib
 
 import pytest
 
-from autograder import judge, notebooks, variants
+from autograder import notebooks, variants
+from autograder.spec import spec_of
 from helpers import ROOT
 
 SETS = sorted(
@@ -32,7 +33,7 @@ def graded(request):
     """Every variant of one notebook, and the solution itself, graded."""
     module = _set(request.param)
     solution = notebooks.read(ROOT / "solutions" / "a3" / f"{module.NOTEBOOK}.ipynb")
-    spec = judge.spec_of(solution, module.NOTEBOOK)
+    spec = spec_of(solution, module.NOTEBOOK)
     maximum = sum(t.points for t in spec.tests.values())
     scores = variants.grade_variants_shared(
         solution, module.NOTEBOOK, [variants.Variant("solution", correct=True), *module.VARIANTS]
@@ -83,7 +84,7 @@ def test_a_do_nothing_answer_is_worth_at_most_a_tenth(module):
     """Every set has a do-nothing answer, whose known points are at most 10 % of the
     notebook's autograded points."""
     found = _set(module)
-    spec = judge.spec_of(
+    spec = spec_of(
         notebooks.read(ROOT / "solutions" / "a3" / f"{found.NOTEBOOK}.ipynb"), found.NOTEBOOK
     )
     stubs = [v for v in found.VARIANTS if v.do_nothing]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import config, judge, launcher, nbgrader_dir, notebooks, processes, worker
+from autograder import config, launcher, nbgrader_dir, notebooks, processes, worker
+from autograder.spec import SKIP_TAG, JudgeCell, Spec, spec_of, tags
 from helpers import ROOT, autograder, grades, student_record
 
 
@@ -24,7 +25,7 @@ def judges(tmp_path: Path, **sources: str) -> nbgrader_dir.GradingDir:
     folder = tmp_path / "judges" / "a3"
     folder.mkdir(parents=True)
     for name, source in sources.items():
-        spec = judge.Spec(name, tests={}, judges=(judge.JudgeCell(None, source, 0),))
+        spec = Spec(name, tests={}, judges=(JudgeCell(None, source, 0),))
         (folder / f"{name}.json").write_text(spec.to_json())
     return nbgrader_dir.GradingDir(tmp_path, "a3")
 
@@ -46,7 +47,7 @@ def test_the_repository_course_preloads_torch_and_the_checks(tmp_path):
     gdir = nbgrader_dir.GradingDir(tmp_path, "a3")
     gdir.judges.mkdir(parents=True)
     for name in config.load(ROOT).notebooks():
-        spec = judge.spec_of(notebooks.read(ROOT / "solutions" / "a3" / f"{name}.ipynb"), name)
+        spec = spec_of(notebooks.read(ROOT / "solutions" / "a3" / f"{name}.ipynb"), name)
         (gdir.judges / f"{name}.json").write_text(spec.to_json())
     found = launcher.judge_imports(gdir)
     assert {"torch", "course_lib.judging", "course_lib.checks"} <= set(found)
@@ -133,10 +134,10 @@ def _with_training_cells(root: Path) -> None:
 
     path = root / "solutions" / "a3" / "1_sums.ipynb"
     nb = notebooks.read(path)
-    at = next(i for i, c in enumerate(nb.cells) if judge.SKIP_TAG in judge.tags(c)) + 1
+    at = next(i for i, c in enumerate(nb.cells) if SKIP_TAG in tags(c)) + 1
     for source in (TRAINING, TIMED):
         cell = new_code_cell(source)
-        cell.metadata["tags"] = [judge.SKIP_TAG]
+        cell.metadata["tags"] = [SKIP_TAG]
         nb.cells.insert(at, cell)
         at += 1
     notebooks.write(nb, path)

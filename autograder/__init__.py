@@ -12,6 +12,9 @@ Built on nbgrader 0.9. The modules, by what they hold:
     judge         the tests' specs (graded forms, judge cells), judging live kernels, verdicts
     remote        the grader's end of a test: requests to a student's live kernel, replies as data
     release       the student notebooks and bundle, and the checks that guard them
+    releasechecks  the release's static checks: points, lint, stamp, tests well formed, no leak
+    releaseruns   the release's runs: solutions score every point, blank notebooks none
+    releasehistory  the release history: what runs again (digests), every release's cells
     leaks         the release's leak checks: nothing instructor-only in a student notebook
     public        the student-facing repository (make public)
     execute       running one notebook in quick mode (release checks)

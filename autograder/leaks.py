@@ -1,4 +1,4 @@
-"""The release's leak checks: nothing instructor-only in a student notebook (``release.py``).
+"""The release's leak checks: nothing instructor-only in a student notebook (``releasechecks.py``).
 
 What a check compares is a line *normalised*: its comment cut (a ``#`` outside quotes), its
 whitespace collapsed, so ``x = f(y)  # the trick`` and ``x  =  f(y)`` are the same line. A
@@ -112,7 +112,9 @@ def cell_lines(cell: NotebookNode) -> Iterator[str]:
         yield from sorted(found - {""})
 
 
-def _specific(lines: list[str]) -> list[str]:
+def specific_lines(lines: list[str]) -> list[str]:
+    """The lines of ``lines`` long enough to be specific to a solution (:data:`MIN_SECRET_CHARS`),
+    stripped."""
     return [line.strip() for line in lines if len(line.strip()) >= MIN_SECRET_CHARS]
 
 
@@ -124,11 +126,11 @@ def secret_lines(source: NotebookNode) -> set[str]:
     secret: set[str] = set()
     for cell in source.cells:
         if is_instructor_only(cell):
-            secret |= set(_specific(cell.source.split("\n")))
+            secret |= set(specific_lines(cell.source.split("\n")))
             continue
         parts = notebooks.regions(cell)
         public |= {normalised(line) for line in parts.public}
-        secret |= set(_specific(sum(parts.solutions, []) + parts.hidden))
+        secret |= set(specific_lines(sum(parts.solutions, []) + parts.hidden))
     found = {normalised(line) for line in secret} - public
     return {line for line in found if len(line) >= MIN_SECRET_CHARS and not trivial(line)}
 
@@ -197,18 +199,19 @@ def secret_sentences(source: NotebookNode) -> set[str]:
             text = "\n".join(sum(notebooks.regions(cell).solutions, []))
         else:
             continue
-        found |= {s for s in _sentences(text) if len(s) >= MIN_SENTENCE_CHARS}
+        found |= {s for s in sentences_of(text) if len(s) >= MIN_SENTENCE_CHARS}
     return found
 
 
-def _sentences(text: str) -> list[str]:
+def sentences_of(text: str) -> list[str]:
+    """The sentences of ``text``, whitespace collapsed (split after ``.``, ``!`` or ``?``)."""
     flat = " ".join(text.split())
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", flat) if s.strip()]
 
 
 def solution_blocks(source: NotebookNode) -> list[list[str]]:
     """The specific lines of each solution region of ``source`` with at least ``COPY_RUN``."""
-    blocks = [_specific(r) for cell in source.cells for r in notebooks.regions(cell).solutions]
+    blocks = [specific_lines(r) for cell in source.cells for r in notebooks.regions(cell).solutions]
     return [b for b in blocks if len(b) >= COPY_RUN]
 
 
@@ -247,7 +250,7 @@ def check_no_secrets(
     for name, nb in released.items():
         for i, cell in enumerate(nb.cells):
             lines = [line.strip() for line in cell.source.split("\n")]
-            specific = _specific(lines)
+            specific = specific_lines(lines)
             copied: set[str] = set()  # lines a copied block reports
             for owner, owned in blocks.items():
                 for block in owned:
@@ -276,7 +279,7 @@ def check_no_secrets(
                     )
                 elif line in secrets.get(name, set()):
                     problems.append(f"{name} cell {i}: solution or hidden-test line left: {line}")
-            for sentence in _sentences(cell.source):
+            for sentence in sentences_of(cell.source):
                 if sentence in sentences:
                     problems.append(
                         f"{name} cell {i}: a sentence of an instructor-only answer of "

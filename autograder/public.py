@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import nbgrader_dir, notebooks, release
+from . import leaks, nbgrader_dir, notebooks, release, releasechecks
 from .config import Course
 
 # Top-level entries of the public tree, and the file types course_lib may ship.
@@ -62,19 +62,19 @@ def library_files(root: Path) -> list[Path]:
 def library_problems(sources: dict[str, nbformat.NotebookNode], files: dict[str, str]) -> list[str]:
     """Problems: a library file (``files``: path -> text) holding most of a solution region
     of any notebook in a row, or a sentence of an instructor-only answer."""
-    blocks = [(name, b) for name, nb in sources.items() for b in release.solution_blocks(nb)]
-    sentences = {s: name for name, nb in sources.items() for s in release.secret_sentences(nb)}
+    blocks = [(name, b) for name, nb in sources.items() for b in leaks.solution_blocks(nb)]
+    sentences = {s: name for name, nb in sources.items() for s in leaks.secret_sentences(nb)}
     problems = []
     for path, text in files.items():
-        specific = release._specific(text.split("\n"))
+        specific = leaks.specific_lines(text.split("\n"))
         for owner, block in blocks:
-            run = release.longest_run(specific, block)
-            if run >= max(release.COPY_RUN, release.COPY_SHARE * len(block)):
+            run = leaks.longest_run(specific, block)
+            if run >= max(leaks.COPY_RUN, leaks.COPY_SHARE * len(block)):
                 problems.append(
                     f"{path}: {run} lines in a row of a solution of {owner} ({block[0]!r}): "
                     "course_lib never holds the code students write"
                 )
-        for sentence in release._sentences(text):
+        for sentence in leaks.sentences_of(text):
             if sentence in sentences:
                 problems.append(
                     f"{path}: a sentence of an instructor-only answer of {sentences[sentence]}: "
@@ -109,8 +109,8 @@ def check_tree(course: Course, tree: Path) -> list[str]:
         for n in names
         if f"assignments/{course.assignment}/{n}.ipynb" in found
     }
-    problems += release.check_no_secrets(sources, released, course.allowed_copies)
-    problems += release.check_stamped(course, released)
+    problems += leaks.check_no_secrets(sources, released, course.allowed_copies)
+    problems += releasechecks.check_stamped(course, released)
     return problems
 
 

@@ -89,7 +89,7 @@ def _validate(path: Path, tmp: Path) -> str:
 def test_nbgraders_validate_passes_a_solution_and_fails_its_student_copy(tmp_path):
     """The Validate button on one notebook, solution and student copy (every solution's graded
     cells are held to what Validate needs by the release: no error, nothing on stderr,
-    ``release.check_solution_run``, and every student copy's stubs by its blank run)."""
+    ``releaseruns.check_solution_run``, and every student copy's stubs by its blank run)."""
     solution = next(p for p in SOLUTIONS if p.stem == "1_gru")
     released = next(p for p in RELEASED if p.stem == "1_gru")
     (tmp_path / "solution").mkdir()

@@ -20,7 +20,7 @@ from autograder import (
     feedback,
     gradebook,
     ownrun,
-    release,
+    releasechecks,
     report,
     safehtml,
     sanitise,
@@ -108,9 +108,9 @@ def test_tagged_cells_are_left_out_unless_a_later_cell_reads_them():
 def test_the_tag_is_refused_on_answers_tests_and_markdown():
     nb = course_notebook()
     nb.cells[1].metadata["tags"] = [SKIP_TAG]
-    problems = release.spec_problems(spec_of(nb, "nb"), nb)
+    problems = releasechecks.spec_problems(spec_of(nb, "nb"), nb)
     assert any("only given code cells may be tagged skip_in_grading" in p for p in problems)
-    assert not release.spec_problems(spec(), course_notebook())
+    assert not releasechecks.spec_problems(spec(), course_notebook())
 
 
 def handed_in(tmp_path: Path, outputs: dict[int, list]) -> Path:

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import config, intake, nbgrader_dir, release, report, shards, tamper
+from autograder import config, intake, nbgrader_dir, releasehistory, report, shards, tamper
 from autograder.nbgrader_dir import GradingDir
 from autograder.spec import spec_of, without_instructor_cells
 from helpers import ROOT, make_course
@@ -599,7 +599,7 @@ def test_the_intake_reads_the_release_history_of_the_class(tmp_path):
     _, shard = shards.prepare(course, real, shards.Shard(0, 2))
     assert intake.history_path(shard) == intake.history_path(real)  # and so do its shards
     path.parent.mkdir(parents=True)
-    path.write_text(release.history_json(entries))
+    path.write_text(releasehistory.history_json(entries))
     seen, _ = intake.read_student(gdir, "s1", {"nb": today}, spec, scan=False)
     assert seen.notebooks["nb"].flags == [], seen.notebooks["nb"].notes
     path.write_text("{}")

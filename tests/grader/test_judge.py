@@ -17,7 +17,7 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from autograder import judge, release
+from autograder import judge, releasechecks, releasehistory
 from autograder.spec import Spec, annotate, spec_of
 from course_lib import judging, remote, wire
 
@@ -97,7 +97,7 @@ def test_the_spec_holds_what_the_notebook_is_worth():
 def test_the_graded_form_is_the_docstring_alone():
     assert SPEC.tests["test_double"].graded_source == '"""double doubles."""\n'
     assert [j.test for j in SPEC.judges] == [None, "test_double"]
-    assert release.spec_problems(SPEC, SOLUTION) == []
+    assert releasechecks.spec_problems(SPEC, SOLUTION) == []
 
 
 def test_only_the_checks_decide_the_score():
@@ -240,7 +240,7 @@ def test_authoring_mistakes_are_found():
         )
     )
     bad.cells.append(_judge_cell('@check("x", points=1)\ndef _(student):\n    pass\n'))
-    problems = release.spec_problems(spec_of(bad, "nb"), bad)
+    problems = releasechecks.spec_problems(spec_of(bad, "nb"), bad)
     assert "nb test_double: its checks are worth 1 points, the test cell 2" in problems
     assert "nb test_alone: no judge cell with checks follows this test" in problems
     assert (
@@ -401,4 +401,4 @@ def test_the_release_digest_covers_every_module_that_judges():
     loaded = _grader_modules_loaded("autograder.judge", "autograder.remote")
     files = {m.split(".", 1)[1] + ".py" for m in loaded if m.startswith("autograder.")}
     assert "spec.py" in files
-    assert files <= set(release.RUN_MODULES), files - set(release.RUN_MODULES)
+    assert files <= set(releasehistory.RUN_MODULES), files - set(releasehistory.RUN_MODULES)

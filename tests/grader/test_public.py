@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import config, notebooks, public, release
+from autograder import config, leaks, notebooks, public
 from helpers import ROOT
 
 
@@ -95,7 +95,7 @@ def test_a_solution_in_course_lib_is_refused(course, tmp_path):
 
 def test_an_instructor_line_in_a_released_notebook_is_refused(course, tmp_path):
     solution = notebooks.read(course.solutions_dir / "1_gru.ipynb")
-    secret = sorted(release.secret_lines(solution))[0]
+    secret = sorted(leaks.secret_lines(solution))[0]
     path = course.assignments_dir / "1_gru.ipynb"
     nb = notebooks.read(path)
     nb.cells[-1].source += "\n" + secret

@@ -464,8 +464,8 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
 
 UNANSWERED = (
     "\nTHE GRADING SET-UP IS BROKEN: the tests asked the students' kernels, and not one kernel "
-    "of any student answered (the kernel could not import course_lib.remote: is the venv this "
-    "checkout's? run make setup). These grades are not real; run make grade again once fixed."
+    "of any student answered (the kernel could not import course_lib.grading.dispatch: is the venv "
+    "this checkout's? run make setup). These grades are not real; run make grade again once fixed."
 )
 
 

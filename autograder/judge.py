@@ -48,7 +48,7 @@ class JudgeError(RuntimeError):
 def collect_checks(spec: Spec) -> dict[str, list]:
     """Run ``spec``'s judge cells, in order, in one fresh namespace; return the checks they
     register, by test. Raises :class:`JudgeError` when a judge cell fails."""
-    from course_lib import judging
+    from course_lib.grading import judging
 
     namespace: dict = {"__name__": f"judge_{spec.name}", "__builtins__": builtins}
     collector = judging.Collector()
@@ -70,10 +70,10 @@ def judge_notebook(
     spec: Spec, nb: NotebookNode, student=None, salt: str = "", checks: dict | None = None
 ) -> dict[str, TestVerdict]:
     """The verdict on every test of ``spec`` for the notebook ``nb``, its checks asking
-    ``student`` (a ``course_lib.judging.Student`` on the notebook's live kernel; None: every
+    ``student`` (a ``course_lib.grading.judging.Student`` on the notebook's live kernel; None: every
     check that asks fails as not graded). ``checks``: what :func:`collect_checks` made of
     ``spec`` (made again when None)."""
-    from course_lib import judging
+    from course_lib.grading import judging
 
     checks = collect_checks(spec) if checks is None else checks
     own_words = "\n".join(j.source for j in spec.judges)
@@ -89,7 +89,7 @@ def judge_notebook(
 def _cell_errors(nb: NotebookNode) -> dict[str, str]:
     """The error name that stopped each test cell of the executed ``nb`` (only Python's own
     names: the feedback shows it)."""
-    from course_lib.judging import KNOWN_ERRORS
+    from course_lib.grading.judging import KNOWN_ERRORS
 
     found = {}
     for cell in nb.cells:
@@ -114,7 +114,7 @@ def judge_live(
     ``request_seconds`` (grading: the cell time limit) and all of them within
     :data:`JUDGE_SECONDS`. Returns the verdicts as JSON and what the session saw
     (``requests``, ``answered``, ``broken``, ``seconds``)."""
-    from course_lib import judging
+    from course_lib.grading import judging
 
     from .remote import KernelSession
 

@@ -4,7 +4,7 @@ After the student's notebook has run (its tests never run there), the grader kee
 alive and asks it questions through :class:`KernelSession`, from this process, which never
 runs student code:
 
-1. once, two silent execute requests: ``course_lib.remote.listen()`` opens the kernel's
+1. once, two silent execute requests: ``course_lib.grading.dispatch.listen()`` opens the kernel's
    request socket beside its Jupyter sockets (a ZeroMQ PAIR: ipc ``<ip>-a3remote``, or the
    tcp port the kernel names), then ``serve()`` answers on it until :meth:`KernelSession.close`
    sends ``stop``. The session connects to that socket;
@@ -26,8 +26,8 @@ This path skips ipykernel's per-message work (status messages, and both output s
 flushed through the IOPub thread for every shell message): a trivial request costs about
 0.25 ms of CPU, kernel and grader together, against about 1.8 ms as a Jupyter comm message.
 
-The checks of :mod:`course_lib.judging` turn these replies into handles and values
-(``course_lib.judging.Student``).
+The checks of :mod:`course_lib.grading.judging` turn these replies into handles and values
+(``course_lib.grading.judging.Student``).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from typing import Any
 import zmq
 from jupyter_client.session import Session
 
-from course_lib.remote import ENDPOINT, sign
+from course_lib.grading.dispatch import ENDPOINT, sign
 
 MAX_REPLY_BYTES = 64 * 2**20  # one message from the kernel; larger ends the session
 REQUEST_SECONDS = 60.0  # one request; then the kernel is interrupted
-BOOT = "import course_lib.remote as __a3_remote__\n"
+BOOT = "import course_lib.grading.dispatch as __a3_remote__\n"
 LISTEN = "__a3_remote__.listen()"  # a user expression: where the request socket is
 SERVE = "try:\n    __a3_remote__.serve()\nfinally:\n    del __a3_remote__\n"
 STOP_SECONDS = 5.0  # for ``serve`` to end when the session closes

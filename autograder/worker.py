@@ -107,7 +107,7 @@ def inspect(path: Path, skipped: list[int] = ()) -> dict:
     raised in the student's own code (an answer cell): its cell and, when it is one of
     Python's own, the exception's name (``judging.raised_words``: the kernel's words are never
     repeated). ``skipped``: the cells grading did not run (their outputs are the student's)."""
-    from course_lib.judging import raised_words
+    from course_lib.grading.judging import raised_words
 
     nb = notebooks.read(path)
     timeouts, first_error = [], None
@@ -274,7 +274,7 @@ def needs_second_try(entry: dict) -> bool:
     (``judge.Spec.skipped_cells``) does not see it (a magic's code, ``%%time``): on the
     student's machine it was bound, so grading runs what the student ran instead of scoring
     0. It costs that student's own grading time, within their limits, nobody else's."""
-    from course_lib.judging import raised_words
+    from course_lib.grading.judging import raised_words
 
     if not (entry.get("graded") and entry.get("skipped")):
         return False

@@ -137,17 +137,27 @@ def _run_epoch(model, batches, loss_fn, device, optimizer=None, grad_clip=None, 
     return total / count
 
 
-def evaluate_loss(
-    model: nn.Module,
-    batches: Iterable,
-    loss_fn: LossFn = seq2seq_loss,
-    device: str | torch.device | None = None,
-) -> float:
-    """Mean loss of ``model`` over ``batches`` (per token for seq2seq), without training."""
-    device = get_device(device) if device is None or isinstance(device, str) else device
-    model.to(device).eval()
-    with torch.no_grad():
-        return _run_epoch(model, batches, loss_fn, device)
+def _optimizer(
+    model: nn.Module, config: TrainConfig
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """Adam over ``model``'s trainable parameters, and its per-epoch exponential decay."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the model has no trainable parameters")
+    optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+    return optimizer, torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_decay)
+
+
+def _keep_if_best(
+    history: History, model: nn.Module, config: TrainConfig, epoch: int, val_loss: float
+) -> None:
+    """After ``epoch``: when ``val_loss`` is the best so far, keep ``model``'s weights (a CPU
+    copy in ``history``, and on disk at ``config.checkpoint_path`` if set)."""
+    if val_loss < history.best_val_loss:
+        history.best_val_loss, history.best_epoch = val_loss, epoch
+        history.best_state = copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})
+        if config.checkpoint_path is not None:
+            save_checkpoint(model, config.checkpoint_path, epoch=epoch, val_loss=val_loss)
 
 
 def fit(
@@ -173,11 +183,7 @@ def fit(
     if quick:
         print(f"quick mode: {epochs} epoch(s) of at most {limit} batches")
     model.to(device)
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
-        raise ValueError("the model has no trainable parameters")
-    optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_decay)
+    optimizer, scheduler = _optimizer(model, config)
     rng = random.Random(config.seed)
     history = History()
     bar = tqdm(range(epochs), desc="epochs", disable=not config.progress)
@@ -195,11 +201,7 @@ def fit(
         history.train_loss.append(train_loss)
         history.val_loss.append(val_loss)
         history.epoch_seconds.append(time.perf_counter() - start)
-        if val_loss < history.best_val_loss:
-            history.best_val_loss, history.best_epoch = val_loss, epoch
-            history.best_state = copy.deepcopy({k: v.cpu() for k, v in model.state_dict().items()})
-            if config.checkpoint_path is not None:
-                save_checkpoint(model, config.checkpoint_path, epoch=epoch, val_loss=val_loss)
+        _keep_if_best(history, model, config, epoch, val_loss)
         bar.set_postfix(train=f"{train_loss:.3f}", val=f"{val_loss:.3f}")
         if on_epoch_end is not None:
             on_epoch_end(epoch, history)
@@ -216,14 +218,8 @@ def fit(
 
 
 def save_checkpoint(model: nn.Module, path: str | Path, **info: Any) -> None:
-    """Save ``model``'s weights and ``info`` (epoch, loss, ...) to ``path``."""
+    """Save ``model``'s weights and ``info`` (epoch, loss, ...) to ``path``: a dict
+    ``{"state_dict": ..., **info}`` that ``torch.load(path, weights_only=True)`` reads back."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": model.state_dict(), **info}, path)
-
-
-def load_checkpoint(model: nn.Module, path: str | Path) -> dict[str, Any]:
-    """Load weights saved by :func:`save_checkpoint` into ``model``; returns the saved info."""
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    model.load_state_dict(saved.pop("state_dict"))
-    return saved

@@ -2,8 +2,8 @@
 
 When grading, a test never runs in the student's kernel. The grader, in a process that ran no
 student code, holds the student's classes and functions as *remote objects*
-(:class:`course_lib.judging.Handle`) and sends requests: look up a name the notebook defined,
-call it with these inputs, load these weights, give back these gradients. This module is the
+(:class:`course_lib.grading.judging.Handle`) and sends requests: look up a name the notebook
+defined, call it with these inputs, load these weights, give back these gradients. This module is the
 small dispatcher that answers them in the kernel:
 
 - :func:`listen` opens this kernel's request socket beside its Jupyter sockets, and
@@ -14,7 +14,7 @@ small dispatcher that answers them in the kernel:
   student's code prints or displays goes there. It bypasses ipykernel's per-message work
   (status messages, flushing both output streams through the IOPub thread): a trivial request
   costs about 0.25 ms of CPU (both ends) instead of 1.8 ms;
-- :func:`answer` reads one request (plain JSON: tensors as :mod:`course_lib.wire` encodes
+- :func:`answer` reads one request (plain JSON: tensors as :mod:`course_lib.grading.wire` encodes
   them, objects as handle numbers) and returns its reply: ``{"ok": value}`` or
   ``{"raised": exception type name}``. Objects that are not plain data (a model, a bound
   method) stay in the kernel in a table of this module and travel as ``{"ref": n}``.
@@ -57,7 +57,8 @@ from typing import Any
 
 from . import wire
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # this course_lib's own files
+# this course_lib's own files (this module sits in course_lib/grading/)
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRESH = "__a3_course_lib__"  # the name of the fresh copy of course_lib that :func:`course` builds
 ENDPOINT = "a3remote"  # an ipc kernel's request socket: <its ip>-a3remote, beside its others
 MAX_HANDLES = 10_000  # objects kept for the grader at once (a request that makes more fails)

@@ -44,8 +44,8 @@ Where judges run:
   every test cell may define the imports and reference helpers the later judges share;
 - **a TA running a solution notebook in Jupyter**: a judge cell runs in the notebook's own
   kernel right after its test cell, and each check runs at once (``student`` answered by
-  :class:`course_lib.remote.LocalTransport`, through JSON as the grader's requests travel),
-  printing its verdict. A convenience for authors: ``make release`` decides.
+  :class:`course_lib.grading.dispatch.LocalTransport`, through JSON as the grader's requests
+  travel), printing its verdict. A convenience for authors: ``make release`` decides.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def _parameters(fn: CheckFn) -> set[str]:
 
 def _run_inline(description: str, points: float, fn: CheckFn) -> None:
     """Run one check at once in a TA's notebook, on the notebook's own objects (``student``,
-    through :class:`course_lib.remote.LocalTransport`)."""
+    through :class:`course_lib.grading.dispatch.LocalTransport`)."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover
@@ -194,9 +194,9 @@ def _run_inline(description: str, points: float, fn: CheckFn) -> None:
     shell = get_ipython()
     if shell is None:
         return
-    from . import remote
+    from . import dispatch
 
-    student = Student(remote.LocalTransport(shell.user_ns))
+    student = Student(dispatch.LocalTransport(shell.user_ns))
     # a TA's own notebook: its given code is the course's, so ``course`` is the notebook too
     (result,) = evaluate([Check("", description, points, fn)], student, course=student)
     mark = "PASS" if result.passed else "FAIL"
@@ -245,7 +245,7 @@ class Student:
     object the notebook defined as ``Name`` and returns it as plain data or a :class:`Handle`.
 
     ``transport.request(dict) -> dict`` carries one request (``autograder.remote`` to a
-    grading kernel, :class:`course_lib.remote.LocalTransport` in a TA's notebook)."""
+    grading kernel, :class:`course_lib.grading.dispatch.LocalTransport` in a TA's notebook)."""
 
     def __init__(self, transport: Any):
         self._transport = transport
@@ -318,8 +318,8 @@ class Course:
     """The notebook's given code, held in the student's kernel but never looked up in the
     student's namespace: ``course.Name`` is what the course's given cells define (their
     definitions as released, from the judge spec) or import from course_lib. On first use, one
-    request has the kernel build it afresh (``course_lib.remote.course``): the given source run
-    in a new namespace holding only the student's answers (``answers``: the names the answer
+    request has the kernel build it afresh (``course_lib.grading.dispatch.course``): the given
+    source run in a new namespace holding only the student's answers (``answers``: the names the answer
     cells define, so given code that calls an answer calls the student's), course_lib imported
     again from its files. A rebinding of a given name in the notebook (``GRUEncoder = ...``,
     ``train.Seq2Seq = ...``) changes nothing here."""

@@ -1,11 +1,11 @@
 """Plain data on the wire between the grader and the student's kernel.
 
-Every request the grader sends (``course_lib.judging``) and every reply the kernel's dispatcher
-gives (``course_lib.remote``) is JSON made by :func:`encode`: numbers, strings, None, lists and
-dicts of them, and tensors as the base64 of their raw little-endian bytes with their dtype and
-shape. :func:`decode` reads such JSON back into plain CPU tensors and Python values, checks
-every size and shape before it builds anything and executes nothing (no pickle). torch and
-NumPy are imported only when a tensor is made or read.
+Every request the grader sends (``course_lib.grading.judging``) and every reply the kernel's
+dispatcher gives (``course_lib.grading.dispatch``) is JSON made by :func:`encode`: numbers,
+strings, None, lists and dicts of them, and tensors as the base64 of their raw little-endian
+bytes with their dtype and shape. :func:`decode` reads such JSON back into plain CPU tensors
+and Python values, checks every size and shape before it builds anything and executes nothing
+(no pickle). torch and NumPy are imported only when a tensor is made or read.
 """
 
 from __future__ import annotations
@@ -36,7 +36,11 @@ _WIDEN = {  # dtypes sent as the nearest type above
 
 
 def encode(value: Any, depth: int = 0) -> dict:
-    """``value`` as JSON-ready data (see :func:`put` for what is accepted)."""
+    """``value`` as JSON-ready data: tensors and NumPy arrays (at most :data:`MAX_ELEMENTS`
+    elements, sent as one of :data:`DTYPES`), bools, ints, floats, strings (their first 10,000
+    characters), None, and lists, tuples and string-keyed dicts of them (their first 10,000
+    items, at most :data:`MAX_DEPTH` deep). Anything else travels as its type's name alone
+    (``{"object": name}``), and a tensor it cannot send as ``{"error": why}``."""
     if depth > MAX_DEPTH:
         return {"error": "nested too deeply"}
     torch, np = sys.modules.get("torch"), sys.modules.get("numpy")  # no tensor without them

@@ -1,8 +1,8 @@
 """Integrity by construction: attacks on the tests' own channel, graded by the real `make grade`.
 
 The tests of a notebook ask the student's live kernel for their objects, from the grader
-(``course_lib.remote`` answers, ``autograder/remote.py`` asks). These submissions attack that
-channel: forged records and replies, a patched dispatcher, cleared and flooded outputs,
+(``course_lib.grading.dispatch`` answers, ``autograder/remote.py`` asks). These submissions
+attack that channel: forged records and replies, a patched dispatcher, cleared and flooded outputs,
 display updates that multiply, replies too large or too slow, and messages that try to carry
 the kernel's text out. Each hands in the same wrong but well-shaped answer as the control
 student (zeros: worth exactly the shape test) plus its attack. Asserted per attack: no more
@@ -65,7 +65,7 @@ ATTACKS: dict[str, str] = {
     """,
     "forge-socket-replies": f"""
         import json, threading, time
-        import course_lib.remote as remote
+        import course_lib.grading.dispatch as remote
         def spam():
             body = json.dumps({{"ok": {{"str": "{MARK}"}}}}).encode()
             for _ in range(3000):
@@ -83,7 +83,7 @@ ATTACKS: dict[str, str] = {
         threading.Thread(target=spam, daemon=True).start()
     """,
     "patch-dispatcher": f"""
-        import course_lib.remote as remote
+        import course_lib.grading.dispatch as remote
         remote.answer = lambda request, namespace: {{"ok": {{"str": "{MARK}"}}}}
     """,
     "clear-and-flood": f"""
@@ -146,8 +146,8 @@ GAMES: dict[str, tuple[str, str, float, bool, set[str]]] = {
     # student's answer, they lose the checks they answer wrongly.
     "signed-plausible-replies": (ZEROS, f"""
         import json
-        import course_lib.remote as remote
-        from course_lib import wire
+        import course_lib.grading.dispatch as remote
+        from course_lib.grading import wire
 
         def forged_serve(sock, key, digest):
             while True:

@@ -173,14 +173,14 @@ def test_the_grader_decides_whose_import_error_it_is(tmp_path):
     result = {"notebooks": {"1_sums": {"graded": True, "verdicts": {"t": {"checks": [raised]}}}}}
     clean = {"notebooks": {"1_sums": {"graded": True, "verdicts": {}}}}
     env = canary.environment()
-    fine = canary.Verdict((), False, env, ("json", "course_lib.judging"))
-    broken = canary.Verdict((), False, env, ("course_lib.judging", "a3_no_such_module"))
+    fine = canary.Verdict((), False, env, ("json", "course_lib.grading.judging"))
+    broken = canary.Verdict((), False, env, ("course_lib.grading.judging", "a3_no_such_module"))
     assert canary.course_fault(gdir, "ann", clean, broken) == ""  # no import error: no check
     assert canary.course_fault(gdir, "ann", result, fine) == ""  # the student's own
     why = canary.course_fault(gdir, "ann", result, broken)
     assert "THE GRADING ENVIRONMENT BROKE" in why
     assert "course module a3_no_such_module does not import here: ModuleNotFoundError" in why
-    assert "course_lib.judging" not in why
+    assert "course_lib.grading.judging" not in why
 
 
 def _venv_copy(dest: Path) -> Path:

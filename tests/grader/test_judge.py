@@ -1,8 +1,8 @@
 """The judge decides every autograded point, in the grader, from replies to its own requests.
 
 These tests judge notebooks without a kernel: the student's namespace is a plain dict answered
-through ``course_lib.remote.LocalTransport`` (the same JSON the grading kernel sends), or a
-transport that returns what a hostile kernel could send. Only the checks' verdicts count,
+through ``course_lib.grading.dispatch.LocalTransport`` (the same JSON the grading kernel
+sends), or a transport that returns what a hostile kernel could send. Only the checks' verdicts count,
 whatever the notebook's cells show; replies are read without executing anything; a failed
 request costs the checks that made it, with the course's words.
 """
@@ -19,7 +19,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from autograder import judge, releasechecks, releasehistory
 from autograder.spec import Spec, annotate, spec_of
-from course_lib import judging, remote, wire
+from course_lib.grading import dispatch, judging, wire
 
 
 def _test_cell(gid: str, source: str, points: float = 1.0) -> nbformat.NotebookNode:
@@ -36,7 +36,7 @@ def _judge_cell(source: str) -> nbformat.NotebookNode:
 
 SOLUTION = new_notebook(
     cells=[
-        _judge_cell("import torch\nfrom course_lib.judging import check\n"),
+        _judge_cell("import torch\nfrom course_lib.grading.judging import check\n"),
         _test_cell("test_double", '"""double doubles."""\nassert double(1) == 2'),
         _judge_cell(
             '@check("doubles a tensor the grader drew", points=0.75)\n'
@@ -60,7 +60,7 @@ def executed(*outputs) -> nbformat.NotebookNode:
 
 
 def local(**namespace) -> judging.Student:
-    return judging.Student(remote.LocalTransport(namespace))
+    return judging.Student(dispatch.LocalTransport(namespace))
 
 
 class Replies:
@@ -318,7 +318,7 @@ def test_given_names_rebound_by_the_student_change_nothing(monkeypatch):
     namespace = {"my_answer": lambda x: x + 1, "GRUEncoder": Cheat, "doubled_answer": None,
                  "train": types.SimpleNamespace(Seq2Seq=Cheat)}  # fmt: skip
     spec = spec_of(_solution_with_given(), "nb")
-    student = judging.Student(remote.LocalTransport(namespace))
+    student = judging.Student(dispatch.LocalTransport(namespace))
     course = judging.Course(student, spec.course, spec.answers)
     model = course.train.Seq2Seq(course.GRUEncoder(29, 4), course.RNNDecoder(29, 4))
     logits, _ = model(torch.tensor([[3, 4, 1]]), torch.tensor([[0, 5]]))
@@ -331,7 +331,7 @@ def test_given_names_rebound_by_the_student_change_nothing(monkeypatch):
 def test_a_check_asks_for_the_course_by_name():
     namespace = {"my_answer": lambda x: x + 1}
     spec = spec_of(_solution_with_given(), "nb")
-    student = judging.Student(remote.LocalTransport(namespace))
+    student = judging.Student(dispatch.LocalTransport(namespace))
     course = judging.Course(student, spec.course, spec.answers)
 
     @judging.check("given code around the answer", points=1.0)

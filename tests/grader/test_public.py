@@ -39,7 +39,7 @@ def test_public_tree_holds_the_library_packaging_and_notebooks_only(course, tmp_
     files = tree_files(out)
     names = course.notebooks()
     assert {f"assignments/a3/{n}.ipynb" for n in names} <= files
-    assert {"README.md", "pyproject.toml", ".gitignore", "course_lib/wire.py"} <= files
+    assert {"README.md", "pyproject.toml", ".gitignore", "course_lib/grading/wire.py"} <= files
     assert "course_lib/data/sense_and_sensibility.txt" in files
     assert {f.split("/")[0] for f in files} == set(public.TOP_LEVEL)
     assert not any("solutions" in f or "judges" in f or f.endswith(".json") for f in files)

@@ -2,8 +2,8 @@
 
 A small notebook runs in a real kernel (``autograder.execute``, as the release checks and the
 variants run notebooks); its tests then ask that kernel for the student's function and class
-(``course_lib.remote`` answers, ``autograder.remote`` asks). What the student's code prints,
-displays, clears or forges never becomes a reply; failures cost their own checks, with the
+(``course_lib.grading.dispatch`` answers, ``autograder.remote`` asks). What the student's code
+prints, displays, clears or forges never becomes a reply; failures cost their own checks, with the
 course's words only.
 """
 
@@ -24,12 +24,12 @@ from autograder import remote as autograder_remote
 from autograder.execute import execute_in_child, read_verdicts
 from autograder.remote import KernelSession, RequestFailed
 from autograder.spec import TestVerdict, spec_of, without_instructor_cells
-from course_lib import judging, remote, wire
+from course_lib.grading import dispatch, judging, wire
 
 JUDGES = [
     _judge_cell(
         "import torch\nfrom torch import nn\n\nfrom course_lib.checks import check_close\n"
-        "from course_lib.judging import check\n"
+        "from course_lib.grading.judging import check\n"
     ),
     _test_cell("test_scale", '"""scale(x) doubles x; Lin is a linear layer."""', 1.0),
     _judge_cell(
@@ -84,7 +84,7 @@ for type, text in [(1, "shadowed builtins")]:
 FORGER = """
 import torch
 from IPython.display import clear_output, display
-from course_lib import remote, wire
+from course_lib.grading import wire
 
 def scale(x):
     clear_output()
@@ -145,7 +145,7 @@ def test_what_the_kernel_prints_displays_or_clears_is_no_reply(tmp_path):
 def test_a_local_transport_answers_as_the_grader_would():
     """A TA's notebook: the same requests, answered in-process through JSON."""
     namespace = {"double": lambda x: 2 * x, "broken": lambda: 1 / 0}
-    student = judging.Student(remote.LocalTransport(namespace))
+    student = judging.Student(dispatch.LocalTransport(namespace))
     assert torch.equal(student.double(torch.arange(3)), torch.tensor([0, 2, 4]))
     with pytest.raises(judging.StudentError, match="your code raised ZeroDivisionError"):
         student.broken()
@@ -161,7 +161,7 @@ def test_replies_are_data_or_handles_never_the_kernels_words():
         raise Secret("the hidden answer is 42")
 
     namespace = {"custom": raises_custom, "huge": lambda: torch.zeros(2000, 1000)}
-    student = judging.Student(remote.LocalTransport(namespace))
+    student = judging.Student(dispatch.LocalTransport(namespace))
     with pytest.raises(judging.StudentError) as err:
         student.custom()
     assert str(err.value) == "your code raised an exception"
@@ -204,7 +204,7 @@ KEY, DIGEST = b"the kernel's key", "sha256"
 
 def _signed(number: bytes, body: dict, key: bytes = KEY) -> list[bytes]:
     data = json.dumps(body).encode()
-    return [remote.sign(key, DIGEST, number, data), number, data]
+    return [dispatch.sign(key, DIGEST, number, data), number, data]
 
 
 @pytest.fixture
@@ -235,9 +235,9 @@ def test_only_a_signed_reply_with_the_requests_number_answers_it(session):
     # the request reached the kernel signed, with its number
     signature, number, body = kernel.recv_multipart()
     assert number == b"1" and json.loads(body) == {"op": "get", "name": "x"}
-    assert signature == remote.sign(KEY, DIGEST, number, body)
+    assert signature == dispatch.sign(KEY, DIGEST, number, body)
     # a reply that is no JSON object is unreadable, and costs only that request
-    kernel.send_multipart([remote.sign(KEY, DIGEST, b"2", b"[1]"), b"2", b"[1]"])
+    kernel.send_multipart([dispatch.sign(KEY, DIGEST, b"2", b"[1]"), b"2", b"[1]"])
     with pytest.raises(RequestFailed, match="unreadable"):
         grader.request({"op": "get", "name": "y"})
     kernel.send_multipart(_signed(b"3", {"ok": {"int": 3}}))
@@ -264,14 +264,14 @@ def test_no_reply_interrupts_then_the_kernel_is_dead(session, monkeypatch):
 
 
 def test_the_kernel_answers_signed_requests_only_until_stop(monkeypatch):
-    """``course_lib.remote.serve`` in a thread of this process, as the kernel runs it."""
-    monkeypatch.setattr(remote, "_key", lambda: (KEY, DIGEST))
-    monkeypatch.setattr(remote, "_user_ns", lambda: {"x": 5})
+    """``course_lib.grading.dispatch.serve`` in a thread of this process, as the kernel runs it."""
+    monkeypatch.setattr(dispatch, "_key", lambda: (KEY, DIGEST))
+    monkeypatch.setattr(dispatch, "_user_ns", lambda: {"x": 5})
     context = zmq.Context.instance()
     kernel = context.socket(zmq.PAIR)
     kernel.bind("inproc://served")
-    monkeypatch.setattr(remote, "_socket", [kernel])
-    thread = threading.Thread(target=remote.serve, daemon=True)
+    monkeypatch.setattr(dispatch, "_socket", [kernel])
+    thread = threading.Thread(target=dispatch.serve, daemon=True)
     thread.start()
     grader = context.socket(zmq.PAIR)
     grader.connect("inproc://served")
@@ -279,11 +279,11 @@ def test_the_kernel_answers_signed_requests_only_until_stop(monkeypatch):
     grader.send_multipart(_signed(b"2", {"op": "get", "name": "x"}))
     signature, number, body = grader.recv_multipart()
     assert (number, json.loads(body)) == (b"2", {"ok": {"int": 5}})
-    assert signature == remote.sign(KEY, DIGEST, number, body)
+    assert signature == dispatch.sign(KEY, DIGEST, number, body)
     grader.send_multipart(_signed(b"3", {"op": "stop"}))
     assert grader.recv_multipart()[1] == b"3"
     thread.join(5)
-    assert not thread.is_alive() and remote._socket == []
+    assert not thread.is_alive() and dispatch._socket == []
     grader.close(0)
 
 
@@ -304,7 +304,7 @@ def test_an_interrupt_stops_only_the_students_code(monkeypatch):
                 time.sleep(5)
             return super().__getitem__(name)
 
-    real_sign, late = remote.sign, []
+    real_sign, late = dispatch.sign, []
 
     def sign_interrupted(*args):  # the interrupt lands after the answer, before the reply
         if threading.current_thread() is threading.main_thread() and args[2] in late:
@@ -313,13 +313,13 @@ def test_an_interrupt_stops_only_the_students_code(monkeypatch):
             time.sleep(0.05)  # the handler runs here
         return real_sign(*args)
 
-    monkeypatch.setattr(remote, "_key", lambda: (KEY, DIGEST))
-    monkeypatch.setattr(remote, "_user_ns", lambda: Namespace(x=5, slow=0))
-    monkeypatch.setattr(remote, "sign", sign_interrupted)
+    monkeypatch.setattr(dispatch, "_key", lambda: (KEY, DIGEST))
+    monkeypatch.setattr(dispatch, "_user_ns", lambda: Namespace(x=5, slow=0))
+    monkeypatch.setattr(dispatch, "sign", sign_interrupted)
     context = zmq.Context.instance()
     kernel = context.socket(zmq.PAIR)
     kernel.bind("inproc://interrupted")
-    monkeypatch.setattr(remote, "_socket", [kernel])
+    monkeypatch.setattr(dispatch, "_socket", [kernel])
     replies = []
 
     def grader():
@@ -341,7 +341,7 @@ def test_an_interrupt_stops_only_the_students_code(monkeypatch):
     thread.start()
     before = signal.getsignal(signal.SIGINT)
     try:
-        remote.serve()
+        dispatch.serve()
     except KeyboardInterrupt:
         pytest.fail("an interrupt ended serve")
     thread.join(5)
@@ -350,7 +350,7 @@ def test_an_interrupt_stops_only_the_students_code(monkeypatch):
         (b"2", {"ok": {"int": 5}}),
         (b"3", {"ok": wire.encode(None)}),
     ]
-    assert signal.getsignal(signal.SIGINT) is before and remote._socket == []
+    assert signal.getsignal(signal.SIGINT) is before and dispatch._socket == []
 
 
 @pytest.mark.parametrize("transport", ["ipc", "tcp"])

@@ -96,7 +96,7 @@ JUDGE_SETUP = """
 import torch
 
 from course_lib.checks import check_close, check_distribution, check_shape
-from course_lib.judging import check
+from course_lib.grading.judging import check
 
 
 def reference(q, keys):
@@ -188,7 +188,7 @@ def course_notebooks() -> dict[str, nbformat.NotebookNode]:
             _test("test_secret", "assert isinstance(secret_word(), str)"),
             _judge(
                 """
-                from course_lib.judging import check
+                from course_lib.grading.judging import check
 
 
                 @check("the password", points=1)
@@ -450,7 +450,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
         """
         from IPython.core.interactiveshell import InteractiveShell
         from IPython.display import publish_display_data
-        import course_lib.wire as w
+        import course_lib.grading.wire as w
         def forge(*args):
             for key, shape in [("visible/weights", (2, 3, 5)), ("hidden/weights", (3, 2, 7)),
                                ("one key/weights", (2, 3, 1))]:
@@ -485,7 +485,7 @@ ATTACKS: dict[str, tuple[str, set[str]]] = {
     ),
     "code-swap": (  # the dispatcher made to answer nothing
         """
-        import course_lib.remote as r
+        import course_lib.grading.dispatch as r
         r.answer.__code__ = (lambda request, namespace: None).__code__
         """,
         {"review"},

@@ -50,7 +50,7 @@ def test_the_repository_course_preloads_torch_and_the_checks(tmp_path):
         spec = spec_of(notebooks.read(ROOT / "solutions" / "a3" / f"{name}.ipynb"), name)
         (gdir.judges / f"{name}.json").write_text(spec.to_json())
     found = launcher.judge_imports(gdir)
-    assert {"torch", "course_lib.judging", "course_lib.checks"} <= set(found)
+    assert {"torch", "course_lib.grading.judging", "course_lib.checks"} <= set(found)
 
 
 def test_a_module_that_fails_to_import_is_skipped(tmp_path):

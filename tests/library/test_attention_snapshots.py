@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course_lib import batching, metrics, train, viz  # noqa: E402
+from course_lib import batching, callbacks, metrics, train  # noqa: E402
 
 
 def test_attention_entropy_of_sharp_and_uniform_maps():
@@ -27,7 +27,7 @@ PAIRS = [("cat", "atcay"), ("dog", "ogday"), ("shopping", "oppingshay"), ("apple
 
 def test_snapshots_record_maps_and_entropy_per_epoch(tiny_model, no_quick):
     calls = []
-    snapshots = viz.AttentionSnapshots(
+    snapshots = callbacks.AttentionSnapshots(
         tiny_model,
         "cat",
         batching.make_batches(PAIRS),
@@ -55,4 +55,4 @@ def test_snapshots_need_a_decoder_with_attention(no_quick):
 
     model = train.Seq2Seq(TinyEncoder(), TinyAttentionDecoder(attention=False))
     with pytest.raises(ValueError, match="no attention"):
-        viz.AttentionSnapshots(model, "cat", batching.make_batches(PAIRS), epochs=())
+        callbacks.AttentionSnapshots(model, "cat", batching.make_batches(PAIRS), epochs=())

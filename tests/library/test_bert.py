@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from test_train import mean_loss
 from torch import nn
 
 from course_lib import bert
@@ -25,7 +26,7 @@ from course_lib.bert import (
     predict_loader,
     tiny_bert,
 )
-from course_lib.train import TrainConfig, evaluate_loss, fit
+from course_lib.train import TrainConfig, fit
 
 
 class TinyClassifier(nn.Module):
@@ -207,12 +208,12 @@ def test_fit_lowers_classification_loss(monkeypatch, tokenizer, examples):
     torch.manual_seed(0)
     model = TinyClassifier(tiny_bert())
     loader = make_loader(examples, tokenizer, batch_size=16)
-    before = evaluate_loss(model, loader, classification_loss, device="cpu")
+    before = mean_loss(model, loader, classification_loss)
     config = TrainConfig(epochs=8, lr=1e-3, lr_decay=1.0, progress=False, device="cpu")
     history = fit(model, loader, loader, config, loss_fn=classification_loss)
     assert len(history.train_loss) == 8
     assert history.train_loss[-1] < 0.8 * history.train_loss[0]
-    assert evaluate_loss(model, loader, classification_loss, device="cpu") < 0.8 * before
+    assert mean_loss(model, loader, classification_loss) < 0.8 * before
 
 
 def test_predict_matches_predict_loader(tokenizer, examples):

@@ -61,10 +61,10 @@ def test_cells_within_the_limit_all_run(tmp_path):
 
 
 def _skip(source: str):
-    from autograder import judge
+    from autograder.spec import SKIP_TAG
 
     cell = new_code_cell(source)
-    cell.metadata["tags"] = [judge.SKIP_TAG]
+    cell.metadata["tags"] = [SKIP_TAG]
     return cell
 
 
@@ -73,7 +73,7 @@ def test_a_name_read_in_a_function_body_keeps_the_skipped_cell_that_binds_it():
     training cell binds, and the answer calls it when the tests call the answer (after the
     whole notebook): the training cell runs. What only skipped cells read stays skipped, and a
     cell kept running for that reason brings what its own functions read (a fixed point)."""
-    from autograder import judge
+    from autograder.spec import Spec, normalised
 
     helper = "def squash(a):\n    return torch.sigmoid(a).clamp(-HIDDEN_SIZE, HIDDEN_SIZE)"
     cells = [
@@ -85,7 +85,7 @@ def test_a_name_read_in_a_function_body_keeps_the_skipped_cell_that_binds_it():
         _skip("def scale():\n    return FACTOR"),
         _skip("FACTOR = 2"),
     ]
-    spec = judge.Spec("nb", {}, (), skip=tuple(judge.normalised(c.source) for c in cells[3:]))
+    spec = Spec("nb", {}, (), skip=tuple(normalised(c.source) for c in cells[3:]))
     assert spec.skipped_cells(cells) == [4, 5, 6]
     cells.append(new_code_cell("print(scale())  # a cell of the student's: scale's cell runs"))
     assert spec.skipped_cells(cells) == [4]  # and so does FACTOR's, which scale reads
@@ -101,12 +101,13 @@ def test_the_gru_case_of_the_issue_runs_the_training_cell():
     a NameError); the cells after it, which only read what it trained, stay skipped."""
     import nbformat
 
-    from autograder import judge, notebooks
+    from autograder import notebooks
+    from autograder.spec import spec_of, without_instructor_cells
     from helpers import ROOT
 
     solution = notebooks.read(ROOT / "solutions" / "a3" / "1_gru.ipynb")
-    spec = judge.spec_of(solution, "1_gru")
-    nb = judge.without_instructor_cells(solution)
+    spec = spec_of(solution, "1_gru")
+    nb = without_instructor_cells(solution)
     before = spec.skipped_cells(nb.cells)
     training = next(i for i in before if "HIDDEN_SIZE =" in nb.cells[i].source)
     answer = next(i for i, c in enumerate(nb.cells) if notebooks.grade_id(c) == "my_gru_cell")

@@ -6,7 +6,7 @@ Runs ``IN`` in a fresh scratch folder (so ``results/`` and ``checkpoints/`` star
 the environment it inherits (the release sets quick mode), keeps going after errors, and
 writes the executed notebook with its outputs to ``OUT``. A cell running past ``--timeout``
 is interrupted and gets an error output named ``CellTimeoutError``. With ``--spec`` (a judge
-spec, ``judge.Spec``), the cells grading skips are not run (``Spec.skipped_cells``), as when
+spec, ``spec.Spec``), the cells grading skips are not run (``Spec.skipped_cells``), as when
 grading, and the tests then ask the still-running kernel (``runjudge.run_then_judge``: the
 loop grading runs, from this process, which runs no notebook code) and the verdicts go to
 :func:`verdicts_path` of ``OUT``.
@@ -21,8 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import judge, notebooks, runjudge
+from . import notebooks, runjudge
 from .nbgrader_dir import child_env
+from .spec import Spec, TestVerdict, verdicts_from_json
 
 
 def verdicts_path(dst: Path) -> Path:
@@ -30,7 +31,7 @@ def verdicts_path(dst: Path) -> Path:
     return dst.with_name(dst.name + ".verdicts.json")
 
 
-def execute(src: Path, dst: Path, timeout: int, spec: judge.Spec | None = None) -> None:
+def execute(src: Path, dst: Path, timeout: int, spec: Spec | None = None) -> None:
     """Execute ``src`` in a scratch folder and write the result to ``dst`` (in this process);
     with ``spec``, judge it on the live kernel before it stops."""
     nb = notebooks.read(src)
@@ -50,10 +51,10 @@ def execute(src: Path, dst: Path, timeout: int, spec: judge.Spec | None = None) 
         notebooks.write_bytes(verdicts_path(dst), json.dumps(found).encode())
 
 
-def read_verdicts(dst: Path) -> dict[str, judge.TestVerdict]:
+def read_verdicts(dst: Path) -> dict[str, TestVerdict]:
     """The verdicts :func:`execute` wrote beside ``dst``."""
     data = json.loads(verdicts_path(dst).read_text())
-    return judge.verdicts_from_json(data["verdicts"])
+    return verdicts_from_json(data["verdicts"])
 
 
 def execute_in_child(
@@ -81,7 +82,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     parser.add_argument("--spec", type=Path, help="judge spec (JSON): judge the live kernel")
     args = parser.parse_args()
-    spec = judge.Spec.from_json(args.spec.read_text()) if args.spec else None
+    spec = Spec.from_json(args.spec.read_text()) if args.spec else None
     execute(args.src, args.dst, args.timeout, spec)
 
 

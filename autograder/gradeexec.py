@@ -2,7 +2,7 @@
 
 :class:`GradeExecute` replaces nbgrader's ``Execute`` in ``Autograde`` (``Sandbox.configure``):
 kernels start through ``sandbox.SandboxKernelManager``, the cells the tests do not need are
-not run (``judge.Spec.skipped_cells``; they show the student's own outputs instead,
+not run (``spec.Spec.skipped_cells``; they show the student's own outputs instead,
 ``ownrun.py``; ``run_skipped`` runs them all, for ``worker.py``'s second try), the whole
 notebook has a time limit on top of nbgrader's per-cell one, each cell keeps at most
 ``max_output_chars`` of output and the notebook at most ``max_notebook_chars`` (display
@@ -25,6 +25,7 @@ from traitlets import Bool, Integer, Unicode
 from . import judge, notebooks, ownrun, runjudge
 from .limits import Limits
 from .sandbox import SandboxKernelManager
+from .spec import Spec
 
 
 def _execute_class():
@@ -129,7 +130,7 @@ class GradeExecute(_execute_class()):
             return None
         from pathlib import Path
 
-        return judge.Spec.from_json(Path(self.spec_file).read_text())
+        return Spec.from_json(Path(self.spec_file).read_text())
 
     def _remaining(self) -> float:
         return (self._deadline or float("inf")) - time.monotonic()

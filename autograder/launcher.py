@@ -23,10 +23,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from . import judge, worker
+from . import worker
 from .limits import Limits
 from .nbgrader_dir import GradingDir, child_env
 from .processes import kill_tree
+from .spec import Spec
 
 
 def arguments(
@@ -77,7 +78,7 @@ def judge_imports(gdir: GradingDir) -> tuple[str, ...]:
     found: set[str] = set()
     for path in sorted(gdir.judges.glob("*.json")):
         try:
-            cells = judge.Spec.from_json(path.read_text()).judges
+            cells = Spec.from_json(path.read_text()).judges
             trees = [ast.parse(cell.source) for cell in cells]
         except (OSError, ValueError, KeyError, TypeError, SyntaxError):
             continue  # grading reports the spec's problem itself

@@ -7,7 +7,7 @@ caller keeps its own concerns: nbgrader's hooks and caps (``gradeexec``), the sc
 and the verdicts file (``execute``), snapshots and restarts between versions
 (``sharedkernel``).
 
-1. The cells grading leaves out (:func:`skipped_cells`: ``judge.Spec.skipped_cells``) are not
+1. The cells grading leaves out (:func:`skipped_cells`: ``spec.Spec.skipped_cells``) are not
    run; the others run in order (:func:`run_cells`).
 2. The tests then ask the still-running kernel for the student's objects
    (:func:`judge_kernel`: ``judge.judge_live``, from this process, which runs no notebook
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from nbformat import NotebookNode
 
 from . import judge, notebooks
+from .spec import Spec
 
 if TYPE_CHECKING:
     from nbclient import NotebookClient
@@ -77,8 +78,8 @@ def client(nb: NotebookNode, timeout: int, scratch: Path, sockets: Path) -> Note
     )
 
 
-def skipped_cells(spec: judge.Spec | None, cells: list, run_all: bool = False) -> list[int]:
-    """The indices of ``cells`` grading leaves out (``judge.Spec.skipped_cells``); none without
+def skipped_cells(spec: Spec | None, cells: list, run_all: bool = False) -> list[int]:
+    """The indices of ``cells`` grading leaves out (``spec.Spec.skipped_cells``); none without
     a spec (no tests: every cell runs) or with ``run_all``."""
     return [] if spec is None or run_all else spec.skipped_cells(cells)
 
@@ -109,7 +110,7 @@ def run_cells(
 
 
 def judge_kernel(
-    spec: judge.Spec,
+    spec: Spec,
     nb: NotebookNode,
     info: dict,
     request_seconds: float,
@@ -126,7 +127,7 @@ def judge_kernel(
 
 def run_then_judge(
     nb: NotebookNode,
-    spec: judge.Spec | None,
+    spec: Spec | None,
     skipped: Collection[int],
     run: RunCell,
     info: Callable[[], dict],

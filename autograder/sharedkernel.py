@@ -36,6 +36,7 @@ from pathlib import Path
 from nbformat import NotebookNode
 
 from . import judge, notebooks, runjudge
+from .spec import Spec, verdicts_to_json
 
 INSTALL = """def __a3_shared_install():
     import random
@@ -77,7 +78,7 @@ SAVE = '__import__("__a3_shared__").save(globals(), {at})\n'
 RESTORE = '__import__("__a3_shared__").restore(globals(), {at})\n'
 
 
-def job(spec: judge.Spec, base: NotebookNode, versions: list[dict], timeout: int) -> dict:
+def job(spec: Spec, base: NotebookNode, versions: list[dict], timeout: int) -> dict:
     """A job for :func:`run_job`: ``base`` (graded form) and ``versions``, each
     ``{"id", "sources": {cell index: source}}`` and optionally ``"skipped"`` (default: the
     cells grading leaves out of that version); each gets its ``start``."""
@@ -111,7 +112,7 @@ class SharedKernel:
     """One kernel grading every version of one job (see the module docstring)."""
 
     def __init__(self, job: dict, scratch: Path, sockets: Path):
-        self.spec = judge.Spec.from_json(job["spec"])
+        self.spec = Spec.from_json(job["spec"])
         self.nb = notebooks.nbformat.from_dict(job["notebook"])
         self.size = len(self.nb.cells)  # the notebook's own cells; then the runner's
         self.base = [c.source for c in self.nb.cells]
@@ -189,7 +190,7 @@ class SharedKernel:
                 self.spec, own, info, self.client.timeout, self.checks
             )["verdicts"]
         except Exception:  # noqa: BLE001 - the kernel is gone: every check is lost
-            verdicts = judge.verdicts_to_json(judge.judge_notebook(self.spec, own))
+            verdicts = verdicts_to_json(judge.judge_notebook(self.spec, own))
         return verdicts
 
 

@@ -11,7 +11,7 @@ the course (``tests/grader/test_variants.py``) use it to show that correct varia
 and every mutant loses points, behaviour by behaviour.
 
 Cells run exactly as grading runs them: the cells tagged ``skip_in_grading`` are left out
-when no later cell reads what they bind (``judge.Spec.skipped_cells``, in ``runjudge.py``), so
+when no later cell reads what they bind (``spec.Spec.skipped_cells``, in ``runjudge.py``), so
 the variant sets also prove that leaving them out changes no verdict. ``skip_plain=True``
 leaves out every plain code cell as well (quicker, for experiments only).
 
@@ -33,8 +33,9 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import judge, notebooks, sharedkernel
+from . import notebooks, sharedkernel
 from .execute import execute_in_child, read_verdicts
+from .spec import Spec, TestVerdict, spec_of, verdicts_from_json, without_instructor_cells
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class VariantScore:
     """What a variant scored: per test, the judge's verdict."""
 
     variant: Variant
-    verdicts: dict[str, judge.TestVerdict] = field(default_factory=dict)
+    verdicts: dict[str, TestVerdict] = field(default_factory=dict)
     error: str = ""  # why it could not be graded (the run failed)
 
     @property
@@ -70,11 +71,11 @@ class VariantScore:
 
 
 def student_notebook(
-    solution: NotebookNode, spec: judge.Spec, variant: Variant, skip_plain: bool = False
+    solution: NotebookNode, spec: Spec, variant: Variant, skip_plain: bool = False
 ) -> NotebookNode:
     """What the grader runs for a student who handed in ``solution`` with ``variant``'s
     edits: answers without their markers, tests in their graded form, no instructor cells."""
-    nb = judge.without_instructor_cells(solution)
+    nb = without_instructor_cells(solution)
     pending = list(variant.edits)
     for cell in nb.cells:
         gid = notebooks.grade_id(cell)
@@ -107,7 +108,7 @@ def grade_variants(
 ) -> list[VariantScore]:
     """Grade every variant of the solution notebook ``solution`` (named ``name``), ``jobs`` at
     a time; return their scores in order."""
-    spec = judge.spec_of(solution, name)
+    spec = spec_of(solution, name)
     threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     with tempfile.TemporaryDirectory(prefix="variants-") as tmp:
         spec_file = Path(tmp) / "spec.json"
@@ -142,7 +143,7 @@ def shared_job(
 ) -> dict:
     """The job (``sharedkernel.job``) that grades ``variants`` of ``solution`` in one kernel:
     the solution as a student hands it in, and each variant as the cells it changes."""
-    spec = judge.spec_of(solution, name)
+    spec = spec_of(solution, name)
     base = student_notebook(solution, spec, Variant("solution"))
     versions = []
     for i, variant in enumerate(variants):
@@ -163,20 +164,20 @@ def grade_variants_shared(
     again in fresh kernels (:func:`grade_variants`) the :func:`surprising` ones, those whose
     grading runs other cells above the first changed answer, and every one if the solution
     itself lost points in the shared kernel; return their scores in order."""
-    spec = judge.spec_of(solution, name)
+    spec = spec_of(solution, name)
     maximum = sum(t.points for t in spec.tests.values())
     job = shared_job(solution, name, variants, timeout)
     result = sharedkernel.run_in_child(job, wall=300 + 10 * timeout * (len(variants) + 2))
     if "failed" in result:
         return grade_variants(solution, name, variants, jobs=1, timeout=timeout)
-    baseline = [judge.verdicts_from_json(b["verdicts"]) for b in result["baseline"]]
+    baseline = [verdicts_from_json(b["verdicts"]) for b in result["baseline"]]
     clean = all(
         not b["error"] and sum(v.score for v in found.values()) >= maximum - 1e-9
         for b, found in zip(result["baseline"], baseline, strict=True)
     )
     scores = []
     for variant, version, graded in zip(variants, job["versions"], result["results"], strict=True):
-        score = VariantScore(variant, judge.verdicts_from_json(graded["verdicts"]), graded["error"])
+        score = VariantScore(variant, verdicts_from_json(graded["verdicts"]), graded["error"])
         exact = not clean or not sharedkernel.same_prefix(job, version)
         scores.append((score, exact or surprising(score, maximum)))
     again = [s.variant for s, redo in scores if redo]

@@ -54,11 +54,12 @@ import time
 import traceback
 from pathlib import Path
 
-from . import judge, notebooks
+from . import notebooks
 from .config import REPO_ROOT
 from .gradebook import record_verdicts, zero_notebooks
 from .limits import Limits
 from .nbgrader_dir import GradingDir, load_config
+from .spec import annotate, spec_path, verdicts_from_json
 
 # The worker's own address space: nbgrader, the executed notebook (outputs capped at
 # [sandbox] output_kb per cell and 16 MB per notebook), torch and the checks' tensors.
@@ -172,7 +173,7 @@ def _grade(cfg, root: Path, assignment: str, student: str, result_file: Path) ->
                                      "seconds": 0.0, "verdicts": {}}  # fmt: skip
         save()
         coursedir.notebook_id = name
-        cfg.GradeExecute.spec_file = str(judge.spec_path(root / "judges" / assignment, name))
+        cfg.GradeExecute.spec_file = str(spec_path(root / "judges" / assignment, name))
         cfg.GradeExecute.verdict_file = str(verdict_dir / f"{name}.json")
         graded = root / "autograded" / student / assignment / f"{name}.ipynb"
         entry = _grade_notebook(cfg, coursedir, graded, errors, result, verdict_dir)
@@ -271,7 +272,7 @@ def needs_second_try(entry: dict) -> bool:
     request of its tests raised ``NameError`` (the kernel's reply names the exception's type
     only, never the name: its words are not trusted) while grading left cells out. Such a
     name may be one that only a skipped cell binds, read where the scan of names
-    (``judge.Spec.skipped_cells``) does not see it (a magic's code, ``%%time``): on the
+    (``spec.Spec.skipped_cells``) does not see it (a magic's code, ``%%time``): on the
     student's machine it was bound, so grading runs what the student ran instead of scoring
     0. It costs that student's own grading time, within their limits, nobody else's."""
     from course_lib.grading.judging import raised_words
@@ -305,9 +306,9 @@ def record_student(
         logging.error("judging %s failed: %s", student, result["judge_error"])
         return False
     for name, path in graded.items():
-        found = judge.verdicts_from_json(result["notebooks"][name]["verdicts"])
+        found = verdicts_from_json(result["notebooks"][name]["verdicts"])
         record_verdicts(db_url, assignment, student, name, found)
-        judge.annotate(path, found)
+        annotate(path, found)
     return True
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import judge, launcher, runjudge, worker
+from autograder import launcher, runjudge, worker
+from autograder.spec import Spec
 from helpers import ROOT
 
 CALLERS = ("gradeexec.py", "execute.py", "sharedkernel.py")
@@ -50,7 +51,7 @@ def test_without_a_spec_every_cell_runs_and_nothing_is_judged():
 
 def test_run_all_leaves_no_cell_out():
     nb = new_notebook(cells=[new_code_cell("unused = 1"), new_code_cell("x = 2")])
-    spec = judge.Spec("n", tests={}, judges=())
+    spec = Spec("n", tests={}, judges=())
     assert runjudge.skipped_cells(spec, nb.cells, run_all=True) == []
     assert runjudge.skipped_cells(spec, nb.cells) == spec.skipped_cells(nb.cells)
 

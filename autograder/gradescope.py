@@ -95,7 +95,6 @@ from . import (
     config,
     grading,
     intake,
-    judge,
     launcher,
     nbgrader_dir,
     notebooks,
@@ -106,6 +105,7 @@ from . import (
 from .config import REPO_ROOT, Course
 from .nbgrader_dir import GradingDir
 from .records import Records, StudentRun
+from .spec import read_specs, verdict_text, verdicts_from_json
 
 ZIP_NAME = "gradescope-autograder.zip"
 ROOT_VARIABLE = "A3_AUTOGRADER_ROOT"  # replaces /autograder (an emulated tree)
@@ -526,13 +526,13 @@ def results(
 ) -> dict:
     """Gradescope's ``results.json`` for the one student's ``rows`` (module docstring)."""
     names = course.notebooks()
-    specs = judge.read_specs(gdir.judges, names)
+    specs = read_specs(gdir.judges, names)
     mine = {r.notebook: report.for_student(r) for r in rows if r.student == STUDENT}
     worker = (run.worker if run else {}).get("notebooks", {})
     tests = []
     for i, name in enumerate(names, 1):
         row = mine[name]
-        verdicts = judge.verdicts_from_json(worker.get(name, {}).get("verdicts", {}))
+        verdicts = verdicts_from_json(worker.get(name, {}).get("verdicts", {}))
         graded = bool(verdicts) and "failed" not in row.flags
         why = "; ".join(row.notes) or row.flag_text
         prefix = "Extra credit: " if row.extra else ""
@@ -546,7 +546,7 @@ def results(
                 entry["score"] = score if graded else 0.0
                 verdict = verdicts.get(cell.grade_id)
                 if graded and verdict is not None:
-                    entry["output"] = judge.verdict_text(verdict)
+                    entry["output"] = verdict_text(verdict)
                 else:
                     entry["output"] = f"Autograder: 0 / {most:g} points\n  not graded: {why}\n"
                 entry["tags"] = [name, "extra-credit"] if row.extra else [name]

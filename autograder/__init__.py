@@ -9,7 +9,8 @@ Built on nbgrader 0.9. The modules, by what they hold:
     nbgrader_dir  the nbgrader course directories, nbgrader commands, gradebook backups
     nbgrader_app  nbgrader's command line, started faster (every nbgrader command runs it)
     nbgrader_config  nbgrader's settings of the real class (nbgrader reads it from this folder)
-    judge         the tests' specs (graded forms, judge cells), judging live kernels, verdicts
+    spec          a notebook's spec: tags, tests and graded forms, judge cells, verdicts
+    judge         every autograded point: a spec's checks asking a live kernel, replies judged
     remote        the grader's end of a test: requests to a student's live kernel, replies as data
     release       the student notebooks and bundle, and the checks that guard them
     releasechecks  the release's static checks: points, lint, stamp, tests well formed, no leak

@@ -3,8 +3,8 @@
 When grading, a test never runs in the student's kernel. The grader, in a process that ran no
 student code, holds the student's classes and functions as *remote objects*
 (:class:`course_lib.grading.judging.Handle`) and sends requests: look up a name the notebook
-defined, call it with these inputs, load these weights, give back these gradients. This module is the
-small dispatcher that answers them in the kernel:
+defined, call it with these inputs, load these weights, give back these gradients. This module is
+the small dispatcher that answers them in the kernel:
 
 - :func:`listen` opens this kernel's request socket beside its Jupyter sockets, and
   :func:`serve` answers on it until the grader says ``stop`` (the grader runs both, silently,

@@ -319,10 +319,10 @@ class Course:
     student's namespace: ``course.Name`` is what the course's given cells define (their
     definitions as released, from the judge spec) or import from course_lib. On first use, one
     request has the kernel build it afresh (``course_lib.grading.dispatch.course``): the given
-    source run in a new namespace holding only the student's answers (``answers``: the names the answer
-    cells define, so given code that calls an answer calls the student's), course_lib imported
-    again from its files. A rebinding of a given name in the notebook (``GRUEncoder = ...``,
-    ``train.Seq2Seq = ...``) changes nothing here."""
+    source run in a new namespace holding only the student's answers (``answers``: the names the
+    answer cells define, so given code that calls an answer calls the student's), course_lib
+    imported again from its files. A rebinding of a given name in the notebook
+    (``GRUEncoder = ...``, ``train.Seq2Seq = ...``) changes nothing here."""
 
     def __init__(self, student: Student, source: str, answers: tuple[str, ...] | list[str]):
         self._student, self._source, self._answers = student, source, list(answers)

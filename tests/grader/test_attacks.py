@@ -1,18 +1,17 @@
 """Integrity by construction: attacks on the tests' own channel, graded by the real `make grade`.
 
 The tests of a notebook ask the student's live kernel for their objects, from the grader
-(``course_lib.grading.dispatch`` answers, ``autograder/remote.py`` asks). These submissions
-attack that channel: forged records and replies, a patched dispatcher, cleared and flooded outputs,
-display updates that multiply, replies too large or too slow, and messages that try to carry
-the kernel's text out. Each hands in the same wrong but well-shaped answer as the control
-student (zeros: worth exactly the shape test) plus its attack. Asserted per attack: no more
-points than the control, no string of the student's in any message, grades.csv or feedback
-page, and the victim (an honest student graded in the same run, with every everyday habit of
-a notebook: debug prints, magics, shadowed builtins, a class defined twice) keeps full marks.
-The games (:data:`GAMES`: signed plausible replies, NaN and inf, denormals, dtype games, a
-tensor subclass, an answer changing between requests) each state the verdict expected of the
-grader, and an answer that delegates to torch's own attention keeps its points with a note for
-the instructor only.
+(``course_lib.grading.dispatch`` answers, ``autograder/remote.py`` asks). These submissions attack
+that channel: forged records and replies, a patched dispatcher, cleared and flooded outputs, display
+updates that multiply, replies too large or too slow, and messages that try to carry the kernel's
+text out. Each hands in the same wrong but well-shaped answer as the control student (zeros: worth
+exactly the shape test) plus its attack. Asserted per attack: no more points than the control, no
+string of the student's in any message, grades.csv or feedback page, and the victim (an honest
+student graded in the same run, with every everyday habit of a notebook: debug prints, magics,
+shadowed builtins, a class defined twice) keeps full marks. The games (:data:`GAMES`: signed
+plausible replies, NaN and inf, denormals, dtype games, a tensor subclass, an answer changing
+between requests) each state the verdict expected of the grader, and an answer that delegates to
+torch's own attention keeps its points with a note for the instructor only.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The judge decides every autograded point, in the grader, from replies to its own requests.
 
 These tests judge notebooks without a kernel: the student's namespace is a plain dict answered
-through ``course_lib.grading.dispatch.LocalTransport`` (the same JSON the grading kernel
-sends), or a transport that returns what a hostile kernel could send. Only the checks' verdicts count,
-whatever the notebook's cells show; replies are read without executing anything; a failed
-request costs the checks that made it, with the course's words.
+through ``course_lib.grading.dispatch.LocalTransport`` (the same JSON the grading kernel sends), or
+a transport that returns what a hostile kernel could send. Only the checks' verdicts count, whatever
+the notebook's cells show; replies are read without executing anything; a failed request costs the
+checks that made it, with the course's words.
 """
 
 from __future__ import annotations

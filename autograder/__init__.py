@@ -23,6 +23,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     sharedkernel  one kernel that grades many versions of a notebook (variants, mutants)
     demo          the demo class: nine kinds of students generated from the solutions
     intake        reading submissions: broken files, renamed notebooks, edited tests
+    restore       a hand-in's tampered cells repaired: metadata reset, deleted cells put back
     tamper        the static scan of student code (a second line: the judge decides)
     sandbox       the isolated, limited kernel that runs a student's notebook
     runjudge      the one run-then-judge loop: cells the tests need, then the live kernel judged

@@ -120,11 +120,6 @@ class ZipLimits:
     student_members: int = 2_000
     disk_reserve: int = 1024 * MB
 
-    @property
-    def members(self) -> int:
-        """The members one collection of a single student may look at (as Gradescope's)."""
-        return self.student_members
-
     def budget_text(self) -> str:
         """The per-student budget as the report prints it."""
         return f"{size_text(self.student_bytes)} and {self.student_members:,} members per student"
@@ -154,7 +149,6 @@ class Collection:
     staging: Path
     assignment: str
     limits: ZipLimits
-    members: int = 0  # members charged, outer and nested, all students
     spent: dict[str, Spent] = field(default_factory=dict)  # student -> their budget spent
     over_budget: set[str] = field(default_factory=set)  # students who lost members to it
     files: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> file -> member
@@ -172,16 +166,11 @@ class Collection:
             self.over_budget.add(student)
         return Refused(why)
 
-    def count_member(self, student: str | None = None) -> None:
-        """One more member of ``student``: Refused past their budget of members. ``None``: a
-        collection of one student (Gradescope's), where every member counted is theirs."""
-        self.members += 1
-        count = self.members
-        if student is not None:
-            spent = self.spent.setdefault(student, Spent())
-            spent.members += 1
-            count = spent.members
-        if count > self.limits.student_members:
+    def count_member(self, student: str) -> None:
+        """One more member of ``student``: Refused past their budget of members."""
+        spent = self.spent.setdefault(student, Spent())
+        spent.members += 1
+        if spent.members > self.limits.student_members:
             limit = self.limits.student_members
             raise self.over(student, f"not read: over the budget of {limit:,} members per student")
 
@@ -374,21 +363,32 @@ def open_upload(
     archive = run.staging / ".archive"
     copy_member(zf, info, archive, student, run)
     try:
-        check_index(archive, student, run)
-        try:
-            inner = zipfile.ZipFile(archive)
-        except READ_ERRORS as err:
-            raise Refused(f"not a readable zip archive: {err}") from err
-        with inner:
-            for member in inner.infolist():
-                inner_where = f"{where} > {member.filename}"
-                try:
-                    run.count_member(student)
-                    store_nested(inner, member, student, inner_where, run)
-                except Refused as why:
-                    run.skipped.append((inner_where, str(why)))
+        unpack(archive, student, where, run, run.skipped)
     finally:
         archive.unlink(missing_ok=True)
+
+
+def unpack(
+    archive: Path, student: str, where: str, run: Collection, refused: list[tuple[str, str]]
+) -> None:
+    """The one reader of an uploaded zip, ``make collect``'s and Gradescope's: the notebooks of
+    ``archive`` (a file on disk, handed in by ``student``; ``where``: its name in the report)
+    into ``student``'s folder only, by base name (:func:`store_nested`), each member counted
+    against their budget. A member refused is appended to ``refused`` as (where, why); Refused
+    when the archive is not opened (its index, :func:`check_index`, or not a zip)."""
+    check_index(archive, student, run)
+    try:
+        inner = zipfile.ZipFile(archive)
+    except READ_ERRORS as err:
+        raise Refused(f"not a readable zip archive: {err}") from err
+    with inner:
+        for member in inner.infolist():
+            inner_where = f"{where} > {member.filename}"
+            try:
+                run.count_member(student)
+                store_nested(inner, member, student, inner_where, run)
+            except Refused as why:
+                refused.append((inner_where, str(why)))
 
 
 def store_nested(

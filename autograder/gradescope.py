@@ -481,26 +481,16 @@ def take_submission(submission: Path, gdir: GradingDir) -> list[str]:
 
 
 def _open_zip(path: Path, where: Path, run: collect.Collection) -> list[str]:
-    """The notebooks of an uploaded zip into the student's folder (``collect``'s rules)."""
-    notes = []
+    """The notebooks of an uploaded zip into the student's folder (``collect.unpack``)."""
+    refused: list[tuple[str, str]] = []
+    opened = []
     try:
-        members, index_bytes = collect.index_size(path)
-        if members > run.limits.members - run.members:
-            raise collect.Refused(f"holds {members:,} members: over the limit")
-        if index_bytes > collect.INDEX_BYTES_PER_MEMBER * max(members, 1):
-            raise collect.Refused("its index is too large for its members")
-        with zipfile.ZipFile(path) as inner:
-            for member in inner.infolist():
-                inner_where = f"{where} > {member.filename}"
-                try:
-                    run.count_member()
-                    collect.store_nested(inner, member, STUDENT, inner_where, run)
-                except collect.Refused as why:
-                    notes.append(f"{collect.show(inner_where)}: not read ({why})")
+        collect.unpack(path, STUDENT, str(where), run, refused)
     except collect.Refused as why:
-        notes.append(f"{collect.show(str(where))}: not opened ({why})")
+        opened.append(f"{collect.show(str(where))}: not opened ({why})")
     except collect.READ_ERRORS as err:
-        notes.append(f"{collect.show(str(where))}: not a readable zip ({err})")
+        opened.append(f"{collect.show(str(where))}: not a readable zip ({err})")
+    notes = [f"{collect.show(w)}: not read ({why})" for w, why in refused] + opened
     notes += [f"{collect.show(w)}: {why}" for w, why in run.skipped]
     run.skipped.clear()
     return notes

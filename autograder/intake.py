@@ -46,6 +46,7 @@ from nbformat import NotebookNode
 from . import notebooks, report, tamper
 from .collect import LMS_FILE
 from .nbgrader_dir import GradingDir
+from .restore import Earlier, cell_record, check_and_restore, install_graded_forms
 from .spec import normalised
 
 MATCH_THRESHOLD = 0.5  # share of a released notebook's cells a renamed file must contain
@@ -229,7 +230,6 @@ def name_match(filename: str, names: list[str]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-KEYS = ("grade", "solution", "locked", "points")  # nbgrader metadata a student cannot change
 HISTORY_VERSION = 1
 
 
@@ -240,44 +240,12 @@ def history_path(gdir: GradingDir) -> Path:
     return gdir.history or gdir.root / "judges" / f"{gdir.assignment}.history.json"
 
 
-def cell_record(cell: NotebookNode) -> dict:
-    """What a release fixes of an nbgrader cell: its type, its nbgrader metadata (``KEYS``)
-    and, for a test or locked code cell, the SHA-256 of its source (lines right-stripped)."""
-    record = {"type": cell.cell_type, "nbgrader": {k: notebooks.meta(cell).get(k) for k in KEYS}}
-    if notebooks.is_protected(cell):
-        record["source"] = hashlib.sha256(normalised(cell.source).encode()).hexdigest()
-    return record
-
-
 def release_record(released: dict[str, NotebookNode]) -> dict[str, dict[str, dict]]:
-    """The record of one release: notebook -> grade id -> :func:`cell_record`."""
+    """The record of one release: notebook -> grade id -> ``restore.cell_record``."""
     return {
         name: {gid: cell_record(c) for gid, c in notebooks.cells_by_id(nb).items()}
         for name, nb in sorted(released.items())
     }
-
-
-@dataclass(frozen=True)
-class Earlier:
-    """One notebook's cells in every recorded release (grade id -> :func:`cell_record`)."""
-
-    releases: tuple[dict[str, dict], ...] = ()
-
-    def accepts(self, gid: str, cell: NotebookNode) -> bool:
-        """Whether ``cell`` is cell ``gid`` as a recorded release had it (type, metadata and,
-        for a test or locked cell, source)."""
-        mine = cell_record(cell)
-        for cells in self.releases:
-            theirs = cells.get(gid)
-            if theirs and all(
-                theirs.get(k) == mine.get(k) for k in ("type", "nbgrader", "source") if k in theirs
-            ):
-                return True
-        return False
-
-    def lacked(self, gid: str) -> bool:
-        """Whether a recorded release of the notebook had no cell ``gid`` (added since)."""
-        return any(gid not in cells for cells in self.releases)
 
 
 @dataclass(frozen=True)
@@ -301,193 +269,9 @@ class History:
         raise ValueError(f"{path} is not a release history (make release writes it)")
 
     def of(self, notebook: str) -> Earlier:
-        """The records of ``notebook`` in the releases that had it."""
+        """The records of ``notebook`` in the releases that had it (``restore.Earlier``)."""
         found = [r["notebooks"][notebook] for r in self.releases if notebook in r["notebooks"]]
         return Earlier(tuple(found))
-
-
-def check_and_restore(
-    nb: NotebookNode, released: NotebookNode, earlier: Earlier = Earlier()
-) -> tuple[list[str], list[str]]:
-    """Compare ``nb`` with the released notebook and repair it in place so that what the
-    release asked for is graded. Return (tampering found, notes). A cell as an earlier
-    release had it (``earlier``: the notebook's records in the release history) is not
-    tampering: it is repaired the same way, with a note. Repairs:
-
-    - cells that lost their nbgrader metadata (a notebook copied into a new one) get it back:
-      a test or locked cell when its source is unchanged, an answer when it sits between the
-      same two cells as in the release (a note, not tampering);
-    - of cells sharing a grade id, the one matching the release (else the last) keeps it;
-    - nbgrader metadata changed by the student is reset to the release's, and a grade id the
-      release does not have is removed, and so is metadata without a grade id;
-    - a deleted test, locked code cell or written answer is put back at its released place.
-
-    The source of every locked and test cell is then put back by :func:`install_graded_forms`.
-    Each step is one pass over the cells (a few for the cells to put back)."""
-    problems: list[str] = []
-    notes: list[str] = []
-    ours = {notebooks.grade_id(c): c for c in released.cells if notebooks.grade_id(c)}
-
-    present = {notebooks.grade_id(c) for c in nb.cells}
-    lost = [gid for gid in ours if gid not in present]
-    if lost:
-        twins = _Twins(nb, released)
-        for gid in sorted(lost, key=lambda g: not notebooks.is_protected(ours[g])):
-            twin = twins.find(ours[gid])
-            if twin is not None:
-                twin.metadata["nbgrader"] = copy.deepcopy(notebooks.meta(ours[gid]))
-                notes.append(f"cell {gid} had lost its nbgrader metadata: given back")
-
-    copies: dict[str, list[NotebookNode]] = {}
-    for cell in nb.cells:
-        gid = notebooks.grade_id(cell)
-        if gid is not None:
-            copies.setdefault(gid, []).append(cell)
-    for gid, cells in copies.items():
-        if len(cells) > 1:
-            problems.append(f"duplicated cell {gid}")
-            keep = next((c for c in cells if gid in ours and _same(c, ours[gid])), cells[-1])
-            for c in cells:
-                if c is not keep:
-                    del c.metadata["nbgrader"]
-
-    older: list[str] = []  # cells as an earlier release had them
-
-    def judge(gid: str, cell: NotebookNode, problem: str) -> None:
-        if earlier.accepts(gid, cell):
-            older.append(gid)
-        else:
-            problems.append(problem)
-
-    for index, cell in enumerate(nb.cells):
-        gid = notebooks.grade_id(cell)
-        if gid is None:
-            if "nbgrader" in cell.metadata:  # "locked" without an id: nbgrader ignores it,
-                del cell.metadata["nbgrader"]  # the scan reads it (a student's cell)
-                notes.append(f"cell {index} had nbgrader metadata without a grade id: removed")
-            continue
-        if gid not in ours:
-            judge(gid, cell, f"cell {gid} is not in the released notebook")
-            del cell.metadata["nbgrader"]
-            continue
-        mine, theirs = notebooks.meta(cell), notebooks.meta(ours[gid])
-        if any(mine.get(k) != theirs.get(k) for k in KEYS) or cell.cell_type != ours[gid].cell_type:
-            judge(gid, cell, f"changed the nbgrader metadata of cell {gid}")
-            cell.metadata["nbgrader"] = copy.deepcopy(theirs)
-        elif notebooks.is_protected(ours[gid]) and not _same(cell, ours[gid]):
-            judge(gid, cell, f"edited locked cell {gid}")
-
-    present = {notebooks.grade_id(c) for c in nb.cells}
-    previous: str | None = None
-    for gid, cell in ours.items():
-        if gid not in present and (notebooks.is_protected(cell) or notebooks.is_grade(cell)):
-            if earlier.lacked(gid):
-                older.append(gid)
-            else:
-                problems.append(f"deleted cell {gid}")
-            _insert_after(nb, previous, copy.deepcopy(cell))
-        previous = gid
-    if older:
-        notes.append(
-            f"cells {', '.join(older)} are as an earlier release had them: the current "
-            "release's were graded"
-        )
-    return problems, notes
-
-
-class _Twins:
-    """Finds, among the cells of ``nb`` without nbgrader metadata, the one that is a given
-    cell of the release: the same source for a locked cell; for an answer, the one between
-    the same two neighbours as in the release."""
-
-    def __init__(self, nb: NotebookNode, released: NotebookNode):
-        self.nb, self.released = nb, released
-        self.bare = {id(c) for c in nb.cells if not notebooks.meta(c)}
-        self.by_source: dict[tuple[str, str], NotebookNode] = {}
-        for c in nb.cells:
-            if id(c) in self.bare:
-                self.by_source.setdefault((c.cell_type, normalised(c.source)), c)
-        self.position = {id(c): i for i, c in enumerate(released.cells)}
-
-    def find(self, cell: NotebookNode) -> NotebookNode | None:
-        if notebooks.is_protected(cell):
-            return self.by_source.get((cell.cell_type, normalised(cell.source)))
-        i = self.position[id(cell)]
-        if i == 0 or i + 1 >= len(self.released.cells):
-            return None
-        before, after = self.released.cells[i - 1], self.released.cells[i + 1]
-        cells = self.nb.cells
-        for k in range(1, len(cells) - 1):
-            here = cells[k]
-            if id(here) not in self.bare or here.cell_type != cell.cell_type:
-                continue
-            if _same(cells[k - 1], before) and (
-                _same(cells[k + 1], after)
-                or notebooks.grade_id(cells[k + 1]) == (notebooks.grade_id(after) or False)
-            ):
-                return here
-        return None
-
-
-def install_graded_forms(nb: NotebookNode, released: NotebookNode, spec) -> None:
-    """Put back, in place, what the student cannot change, from trusted sources: every locked
-    cell becomes the release's cell, every test cell its *graded form* (``spec``: the notebook's
-    ``spec.Spec``: the test's docstring; the visible checks are for students), and
-    an answer whose cell type was changed gets its type back. Call after
-    :func:`check_and_restore` (which puts back deleted cells and resets metadata)."""
-    ours = notebooks.cells_by_id(released)
-    for index, cell in enumerate(nb.cells):
-        gid = notebooks.grade_id(cell)
-        theirs = ours.get(gid) if gid is not None else None
-        if theirs is None:
-            continue
-        if notebooks.is_protected(theirs):
-            new = nbformat.from_dict(copy.deepcopy(theirs))
-            if notebooks.is_test(theirs):
-                new.source = spec.tests[gid].graded_source
-            if "id" in cell:
-                new.id = cell.id
-            else:
-                new.pop("id", None)
-            if new.cell_type == "code":
-                new.outputs, new.execution_count = [], None
-            nb.cells[index] = new
-        elif cell.cell_type != theirs.cell_type:
-            new = copy.deepcopy(theirs)
-            new.source = cell.source
-            if "id" in cell:
-                new.id = cell.id
-            if new.cell_type == "code":
-                new.outputs, new.execution_count = [], None
-            nb.cells[index] = new
-
-
-def _same(cell: NotebookNode, other: NotebookNode) -> bool:
-    return cell.cell_type == other.cell_type and normalised(cell.source) == normalised(other.source)
-
-
-def _insert_after(nb: NotebookNode, grade_id: str | None, cell: NotebookNode) -> None:
-    """Insert ``cell`` right after the cell named ``grade_id`` (and any cells already put back
-    after it), or first when there is none."""
-    index = 0
-    if grade_id is not None:
-        for i, c in enumerate(nb.cells):
-            if notebooks.grade_id(c) == grade_id:
-                index = i + 1
-        while index < len(nb.cells) and nb.cells[index].get("metadata", {}).get(
-            "autograder_restored"
-        ):
-            index += 1
-    cell.metadata["autograder_restored"] = True
-    cell.pop("id", None)
-    if nb.get("nbformat_minor", 0) >= 5:  # cell ids exist from nbformat 4.5 on
-        taken = {c.get("id") for c in nb.cells}
-        cell.id = next(
-            f"restored-{i}" for i in range(len(taken) + 1) if f"restored-{i}" not in taken
-        )
-    if cell.cell_type == "code":
-        cell.outputs, cell.execution_count = [], None
-    nb.cells.insert(index, cell)
 
 
 def submitted_files(folder: Path) -> list[Path]:
@@ -497,6 +281,128 @@ def submitted_files(folder: Path) -> list[Path]:
     return sorted(
         p for p in folder.glob("*.ipynb") if p.is_file() and not p.name.startswith((".", "~"))
     )
+
+
+@dataclass
+class Handin:
+    """One student's files as read and matched (:func:`read_handin`), before any is chosen."""
+
+    folder: Path  # submitted/<student>/<a>/
+    canonical: dict[str, str]  # file name -> the name it stands for (1_gru-1.ipynb: 1_gru)
+    exact: dict[str, NotebookNode] = field(default_factory=dict)  # notebook -> its own file
+    others: dict[str, NotebookNode] = field(default_factory=dict)  # file -> under another name
+    unreadable: dict[str, str] = field(default_factory=dict)  # file -> why it cannot be graded
+    matched: dict[str, list[str]] = field(default_factory=dict)  # notebook -> files like it
+
+    def own_file(self, name: str) -> str:
+        """The file handed in under notebook ``name``'s own name (or a resubmission of it)."""
+        return next((f for f, stem in self.canonical.items() if stem == name), f"{name}.ipynb")
+
+
+def read_handin(folder: Path, released: dict[str, NotebookNode], notes: list[str]) -> Handin:
+    """The match step: read the notebooks in ``folder`` (at most ``MAX_FILES``, the latest
+    of a notebook handed in again) and match each file of no notebook's name to the released
+    notebook it is a copy of (:func:`best_match`); what is left out is noted in ``notes``."""
+    names = list(released)
+    files, earlier = latest_submissions(submitted_files(folder), names)
+    notes += earlier
+    handin = Handin(folder, {p.name: resubmission(p.stem, names)[0] for p in files})
+    for path in _at_most(files, handin.canonical, released, notes):
+        nb, why = parse(path.read_bytes())
+        if nb is None:
+            handin.unreadable[path.name] = why
+        elif handin.canonical[path.name] in released:
+            handin.exact[handin.canonical[path.name]] = nb
+        else:
+            handin.others[path.name] = nb
+    if not folder.is_dir():
+        notes.append(f"no folder {folder.name}/ in the submission")
+    handin.matched = {n: [] for n in names}
+    for filename, nb in handin.others.items():
+        target = best_match(nb, released)
+        if target is None:
+            notes.append(f"{filename} matches no assignment notebook: not graded")
+        else:
+            handin.matched[target].append(filename)
+    return handin
+
+
+def _at_most(
+    files: list[Path], canonical: dict[str, str], released: dict, notes: list[str]
+) -> list[Path]:
+    """``files`` cut to ``MAX_FILES`` (those of a notebook's name first), with a note."""
+    if len(files) <= MAX_FILES:
+        return files
+    notes.append(
+        f"{len(files)} notebooks handed in: only {MAX_FILES} read "
+        f"({', '.join(p.name for p in files[MAX_FILES:][:5])} ... not graded)"
+    )
+    exact_names = [p for p in files if canonical[p.name] in released]
+    rest = [p for p in files if canonical[p.name] not in released]
+    return exact_names + rest[: MAX_FILES - len(exact_names)]
+
+
+def choose(
+    entry: NotebookIntake, handin: Handin, names: list[str], optional: tuple[str, ...]
+) -> NotebookNode | None:
+    """The choose step: the file graded as ``entry``'s notebook (None: none), with its flags:
+    its own file, else a single copy matched by content (``renamed``), else ``failed`` when the
+    file meant is unreadable, else ``missing`` (a note for an extra-credit notebook)."""
+    name = entry.notebook
+    copies = handin.matched[name]
+    own = handin.own_file(name)
+    if name in handin.exact:
+        entry.file = own
+        if copies:
+            entry.flag("renamed", f"also handed in {', '.join(copies)} (not graded)")
+        return handin.exact[name]
+    if own in handin.unreadable:
+        entry.file = own
+        entry.flag("failed", f"{own} is {handin.unreadable.pop(own)}")
+    elif len(copies) == 1:
+        entry.file = copies[0]
+        entry.flag("renamed", f"graded {copies[0]} as {name}.ipynb (matched by content)")
+        return handin.others[copies[0]]
+    elif len(copies) > 1:
+        entry.flag("missing")
+        entry.flag("renamed", f"{' and '.join(copies)} all look like {name}: none graded")
+    else:
+        guess = [f for f in handin.unreadable if name_match(f, names) == name]
+        if len(guess) == 1:
+            entry.file = guess[0]
+            entry.flag("renamed")
+            entry.flag("failed", f"{guess[0]} is {handin.unreadable.pop(guess[0])}")
+        elif name in optional:
+            entry.notes.append("extra credit: not handed in")
+        else:
+            entry.flag("missing", f"no {name}.ipynb handed in")
+    return None
+
+
+def repair(
+    entry: NotebookIntake,
+    nb: NotebookNode,
+    released: NotebookNode,
+    spec,
+    earlier: Earlier,
+    scan: bool,
+) -> None:
+    """The repair step, in place: ``nb``'s tampered cells restored (``restore.py``: flags
+    ``tampered`` and notes), its locked and test cells in their graded form (``spec``), its
+    metadata the release's; the student's own cells as written, which the advisory scan only
+    reads (its findings flag ``review``). ``entry`` is marked staged."""
+    problems, notes = check_and_restore(nb, released, earlier)
+    for problem in problems:
+        entry.flag("tampered", problem)
+    entry.notes += notes
+    install_graded_forms(nb, released, spec)
+    nb.metadata = copy.deepcopy(released.metadata)
+    findings = tamper.scan(nb, released) if scan else []
+    for finding in findings[:MAX_FINDINGS]:
+        entry.flag(report.REVIEW, report.REVIEW_NOTE + finding.note)
+    if len(findings) > MAX_FINDINGS:
+        entry.notes.append(report.REVIEW_NOTE + f"and {len(findings) - MAX_FINDINGS} more")
+    entry.staged = True
 
 
 def read_student(
@@ -514,100 +420,26 @@ def read_student(
     left as written (``scan``: the advisory scan's findings become ``review`` notes). A notebook
     of ``optional`` (extra credit) that was not handed in gets a note, not the ``missing`` flag.
     A cell as an earlier release had it is not tampering (``history``: by default the one at
-    :func:`history_path`). Writes nothing."""
+    :func:`history_path`). Writes nothing. Three steps: :func:`read_handin` (match),
+    :func:`choose`, :func:`repair`."""
     if history is None:
         history = History.load(history_path(gdir))
     names = list(released)
     result = StudentIntake(student, {n: NotebookIntake(n) for n in names})
-    folder = gdir.student_dir(gdir.submitted, student)
-    exact: dict[str, NotebookNode] = {}
-    unreadable: dict[str, str] = {}
-    others: dict[str, NotebookNode] = {}
-    files, earlier = latest_submissions(submitted_files(folder), names)
-    result.notes += earlier
-    canonical = {p.name: resubmission(p.stem, names)[0] for p in files}  # 1_gru-1 is 1_gru
-    if len(files) > MAX_FILES:
-        result.notes.append(
-            f"{len(files)} notebooks handed in: only {MAX_FILES} read "
-            f"({', '.join(p.name for p in files[MAX_FILES:][:5])} ... not graded)"
-        )
-        exact_names = [p for p in files if canonical[p.name] in released]
-        files = (
-            exact_names
-            + [p for p in files if canonical[p.name] not in released][
-                : MAX_FILES - len(exact_names)
-            ]
-        )
-    for path in files:
-        nb, why = parse(path.read_bytes())
-        if nb is None:
-            unreadable[path.name] = why
-        elif canonical[path.name] in released:
-            exact[canonical[path.name]] = nb
-        else:
-            others[path.name] = nb
-    if not folder.is_dir():
-        result.notes.append(f"no folder {gdir.assignment}/ in the submission")
-
-    matched: dict[str, list[str]] = {n: [] for n in names}
-    for filename, nb in others.items():
-        target = best_match(nb, released)
-        if target is None:
-            result.notes.append(f"{filename} matches no assignment notebook: not graded")
-        else:
-            matched[target].append(filename)
-
+    handin = read_handin(gdir.student_dir(gdir.submitted, student), released, result.notes)
     chosen: dict[str, NotebookNode] = {}
     for name in names:
-        entry = result.notebooks[name]
-        copies = matched[name]
-        own = next((f for f, stem in canonical.items() if stem == name), f"{name}.ipynb")
-        if name in exact:
-            entry.file = own
-            chosen[name] = exact[name]
-            if copies:
-                entry.flag("renamed", f"also handed in {', '.join(copies)} (not graded)")
-        elif own in unreadable:
-            entry.file = own
-            entry.flag("failed", f"{own} is {unreadable.pop(own)}")
-        elif len(copies) == 1:
-            entry.file = copies[0]
-            chosen[name] = others[copies[0]]
-            entry.flag("renamed", f"graded {copies[0]} as {name}.ipynb (matched by content)")
-        elif len(copies) > 1:
-            entry.flag("missing")
-            entry.flag("renamed", f"{' and '.join(copies)} all look like {name}: none graded")
-        else:
-            guess = [f for f in unreadable if name_match(f, names) == name]
-            if len(guess) == 1:
-                entry.file = guess[0]
-                entry.flag("renamed")
-                entry.flag("failed", f"{guess[0]} is {unreadable.pop(guess[0])}")
-            elif name in optional:
-                entry.notes.append("extra credit: not handed in")
-            else:
-                entry.flag("missing", f"no {name}.ipynb handed in")
-    result.notes += [f"{f} is {why}: not graded" for f, why in unreadable.items()]
-    late = late_files(folder)
+        nb = choose(result.notebooks[name], handin, names, optional)
+        if nb is not None:
+            chosen[name] = nb
+    result.notes += [f"{f} is {why}: not graded" for f, why in handin.unreadable.items()]
+    late = late_files(handin.folder)
     for entry in result.notebooks.values():
         if entry.file in late:
             entry.flag("late", f"{entry.file} was handed in late (the LMS marked it LATE)")
-
     for name, nb in chosen.items():
-        problems, notes = check_and_restore(nb, released[name], history.of(name))
-        for problem in problems:
-            result.notebooks[name].flag("tampered", problem)
-        result.notebooks[name].notes += notes
-        install_graded_forms(nb, released[name], specs[name])
-        nb.metadata = copy.deepcopy(released[name].metadata)
-        chosen[name] = nb  # the student's cells as written: the scan only reads them
-        findings = tamper.scan(nb, released[name]) if scan else []
-        for finding in findings[:MAX_FINDINGS]:
-            result.notebooks[name].flag(report.REVIEW, report.REVIEW_NOTE + finding.note)
-        if len(findings) > MAX_FINDINGS:
-            more = f"and {len(findings) - MAX_FINDINGS} more"
-            result.notebooks[name].notes.append(report.REVIEW_NOTE + more)
-        result.notebooks[name].staged = True
+        entry = result.notebooks[name]
+        repair(entry, nb, released[name], specs[name], history.of(name), scan)
     return result, chosen
 
 

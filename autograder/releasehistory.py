@@ -86,8 +86,8 @@ def history_json(releases: list[dict], verified: Verified | None = None) -> str:
 # What every notebook's runs depend on besides its own files: the grader's modules that run
 # and judge them (autograder/), course_lib, the interpreter and these packages, the cell limit.
 RUN_MODULES = (
-    "execute.py", "intake.py", "judge.py", "nbgrader_dir.py", "notebooks.py", "releaseruns.py",
-    "remote.py", "runjudge.py", "spec.py",
+    "execute.py", "judge.py", "nbgrader_dir.py", "notebooks.py", "releaseruns.py", "remote.py",
+    "restore.py", "runjudge.py", "spec.py",
 )  # fmt: skip
 RUN_PACKAGES = ("torch", "numpy", "nbclient", "ipykernel", "jupyter_client", "nbgrader")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from . import intake, notebooks
+from . import notebooks, restore
 from .config import Course
 from .execute import execute_in_child, read_verdicts
 from .spec import Spec, TestVerdict
@@ -81,7 +81,7 @@ def check_blank_run(
 def graded_form(released: NotebookNode, spec: Spec) -> NotebookNode:
     """A copy of ``released`` as the grader runs it: its tests in their graded form."""
     nb = notebooks.nbformat.from_dict(released)
-    intake.install_graded_forms(nb, released, spec)
+    restore.install_graded_forms(nb, released, spec)
     return nb
 
 

@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from autograder import config, intake, launcher, nbgrader_dir, notebooks, ownrun, worker
-from autograder.spec import Spec
+from autograder.spec import Spec, spec_of
 from helpers import (
     ENV,
     FIXTURE,
@@ -342,6 +342,39 @@ def test_intake_matches_by_content_only_when_unambiguous():
     assert intake.best_match(both, {"a": a, "b": b}) is None  # a tie is not a match
     assert intake.parse(b"not json")[0] is None
     assert intake.parse(nbformat.writes(a).encode())[0] is not None
+
+
+def test_intake_reads_twenty_files_and_names_an_unreadable_copy(tmp_path):
+    """Past ``MAX_FILES`` the files of a notebook's own name are read first, the rest noted;
+    an unreadable file whose name holds one notebook's name is that notebook, ``failed``."""
+    released = {}
+    for tag in ("sums", "words"):
+        released[tag] = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(f"assert {tag}", metadata={"nbgrader": {
+                "grade_id": f"t_{tag}", "locked": True}})]  # fmt: skip
+        )
+    gdir = nbgrader_dir.GradingDir(tmp_path, "a3")
+    folder = gdir.student_dir(gdir.submitted, "s1")
+    folder.mkdir(parents=True)
+    (folder / "my sums.ipynb").write_bytes(b"garbage")
+    (folder / "words.ipynb").write_text(nbformat.writes(released["words"]))
+    for i in range(25):
+        (folder / f"x{i:02}.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    specs = {name: spec_of(nb, name) for name, nb in released.items()}
+    seen, staged = intake.read_student(
+        gdir, "s1", released, specs, scan=False, history=intake.History()
+    )
+    sums, words = seen.notebooks["sums"], seen.notebooks["words"]
+    assert (sums.file, sums.flags, words.file, words.flags) == (
+        "my sums.ipynb", ["renamed", "failed"], "words.ipynb", []
+    )
+    assert sums.notes[0].startswith("my sums.ipynb is not a valid notebook (")
+    assert list(staged) == ["words"] and words.staged and not sums.staged
+    assert seen.notes == [
+        "27 notebooks handed in: only 20 read (x18.ipynb, x19.ipynb, x20.ipynb, x21.ipynb,"
+        " x22.ipynb ... not graded)",
+        *(f"x{i:02}.ipynb matches no assignment notebook: not graded" for i in range(18)),
+    ]
 
 
 def many_cells(count: int) -> bytes:

@@ -25,7 +25,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from autograder import canary, config, gradescope, nbgrader_dir, release, report, tamper
+from autograder import canary, collect, config, gradescope, nbgrader_dir, release, report, tamper
 from autograder.spec import docstring_lines, spec_of
 from helpers import ENV, ROOT, autograder, course_sources, graded_tiny_demo, grades, make_course
 
@@ -334,6 +334,22 @@ def test_submission_folders_zips_and_links(tmp_path):
     assert "link.ipynb: not read (a link)" in text and "an archive inside an archive" in text
     assert "work/deep/1_sums.ipynb: another 1_sums.ipynb was graded" in text
     assert "replaces the copy in a zip" in text and ".hidden.ipynb: not read (a hidden" in text
+
+
+def test_an_uploaded_zip_is_read_as_make_collect_reads_it(tmp_path):
+    """The zip is opened by ``collect.unpack``, under a student's budget of ``make collect``:
+    one whose index declares more members than the whole budget is not opened, for its reason."""
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    budget = collect.ZipLimits().student_members
+    with zipfile.ZipFile(sub / "big.zip", "w") as zf:
+        for i in range(budget + 1):
+            zf.writestr(f"{i}.ipynb", b"")
+    gdir = nbgrader_dir.GradingDir(tmp_path / "course", "a3")
+    notes = gradescope.take_submission(sub, gdir)
+    why = f"holds {budget + 1:,} members: over the budget of {budget:,} members per student"
+    assert notes == [f"big.zip: not opened ({why} (not opened))"]
+    assert not any((gdir.submitted / gradescope.STUDENT / "a3").iterdir())
 
 
 def test_an_empty_submission_scores_zero(course_zip, tmp_path):

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import config, intake, nbgrader_dir, releasehistory, report, shards, tamper
+from autograder import config, intake, nbgrader_dir, releasehistory, report, restore, shards, tamper
 from autograder.nbgrader_dir import GradingDir
 from autograder.spec import spec_of, without_instructor_cells
 from helpers import ROOT, make_course
@@ -524,13 +524,13 @@ def test_a_cell_marked_locked_without_a_grade_id_is_still_scanned():
     locked = {"locked": True, "grade": False, "solution": False, "schema_version": 3}
     nb.cells.insert(3, new_code_cell("import ctypes", metadata={"nbgrader": locked}))
     assert tamper.scan(nb) == []  # nbgrader ignores such a cell, so would the scan
-    problems, notes = intake.check_and_restore(nb, released)
+    problems, notes = restore.check_and_restore(nb, released)
     assert "nbgrader" not in nb.cells[3].metadata
     assert any("without a grade id" in n for n in notes), notes
     assert [f.cell for f in tamper.scan(nb)] == [3]
 
 
-def _earlier_release() -> tuple[nbformat.NotebookNode, nbformat.NotebookNode, intake.Earlier]:
+def _earlier_release() -> tuple[nbformat.NotebookNode, nbformat.NotebookNode, restore.Earlier]:
     """(the release students downloaded, the release today, the notebook's release history):
     since the first release, t0's docstring was reworded, a test t_new was added and t1 worth
     2 points instead of 1."""
@@ -551,7 +551,7 @@ def _earlier_release() -> tuple[nbformat.NotebookNode, nbformat.NotebookNode, in
 def test_cells_of_an_earlier_release_are_not_tampering():
     first, today, earlier = _earlier_release()
     nb = copy.deepcopy(first)
-    problems, notes = intake.check_and_restore(nb, today, earlier)
+    problems, notes = restore.check_and_restore(nb, today, earlier)
     assert problems == [], problems
     assert notes == ["cells t0, t1, t_new are as an earlier release had them: the current "
                      "release's were graded"]  # fmt: skip
@@ -559,7 +559,7 @@ def test_cells_of_an_earlier_release_are_not_tampering():
     assert ids == [None, "setup", "answer0", "t0", "t_new", "answer1", "t1"]  # t_new put back
     assert nb.cells[6].metadata.nbgrader["points"] == 2  # t1's metadata: today's
     # without the history, the same notebook is tampered with
-    problems, _ = intake.check_and_restore(copy.deepcopy(first), today)
+    problems, _ = restore.check_and_restore(copy.deepcopy(first), today)
     assert sorted(problems) == ["changed the nbgrader metadata of cell t1", "deleted cell t_new",
                                 "edited locked cell t0"]  # fmt: skip
 
@@ -574,7 +574,7 @@ def test_an_edit_matching_no_release_is_still_tampering():
             nb.cells[3].metadata.nbgrader["points"] = 5
         else:  # the setup cell, which every release had, deleted
             del nb.cells[1]
-        problems, _ = intake.check_and_restore(nb, today, earlier)
+        problems, _ = restore.check_and_restore(nb, today, earlier)
         expected = {
             "source": "edited locked cell t0",
             "points": "changed the nbgrader metadata of cell t0",

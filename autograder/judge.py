@@ -2,7 +2,7 @@
 
 A test's *checks* (the judge cell after it, instructor only; :mod:`autograder.spec` reads
 them into a notebook's :class:`~autograder.spec.Spec`), one per behaviour with its points
-(:mod:`course_lib.judging`), run in the process that drives the student's kernel and never
+(:mod:`course_lib.grading.judging`), run in the process that drives the student's kernel and never
 runs student code, while that kernel still runs: they ask it for the student's objects and
 judge the replies.
 
@@ -24,19 +24,6 @@ from nbformat import NotebookNode
 
 from . import notebooks
 from .spec import Spec, TestVerdict, verdicts_to_json
-
-# Transitional (issue 40 step 1, removed before it closes): the spec's names, for code written
-# against judge.py before spec.py existed.
-from .spec import *  # noqa: E402, F403
-from .spec import (  # noqa: E402, F401
-    _names,
-    _static,
-    ANY_NAME,
-    DYNAMIC,
-    INSTRUCTOR_TAG,
-    JUDGE_TAG,
-    SKIP_TAG,
-)
 
 JUDGE_SECONDS = 300  # every request of one notebook's tests together
 
@@ -70,9 +57,9 @@ def judge_notebook(
     spec: Spec, nb: NotebookNode, student=None, salt: str = "", checks: dict | None = None
 ) -> dict[str, TestVerdict]:
     """The verdict on every test of ``spec`` for the notebook ``nb``, its checks asking
-    ``student`` (a ``course_lib.grading.judging.Student`` on the notebook's live kernel; None: every
-    check that asks fails as not graded). ``checks``: what :func:`collect_checks` made of
-    ``spec`` (made again when None)."""
+    ``student`` (a ``course_lib.grading.judging.Student`` on the notebook's live kernel;
+    None: every check that asks fails as not graded). ``checks``: what
+    :func:`collect_checks` made of ``spec`` (made again when None)."""
     from course_lib.grading import judging
 
     checks = collect_checks(spec) if checks is None else checks

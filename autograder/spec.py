@@ -6,7 +6,7 @@ A graded test of ``solutions/`` has two parts (``solutions/README.md``):
   grading, the test cell is reduced to its docstring (its *graded form*), so nothing of a
   test runs in the student's kernel;
 - its *checks* (the code cell tagged ``judge`` after it, instructor only), one per behaviour
-  with its points (:mod:`course_lib.judging`), which :mod:`autograder.judge` runs in the
+  with its points (:mod:`course_lib.grading.judging`), which :mod:`autograder.judge` runs in the
   process that drives the student's kernel.
 
 This module
@@ -20,8 +20,9 @@ This module
 
 Given code is never looked up in the student's namespace: a spec holds the definitions of the
 notebook's given code cells as released (:func:`given_definitions`) and the names its answer
-cells define (:func:`answer_names`); a check's ``course`` (``course_lib.judging.Course``) is
-that code built afresh in the kernel, around the student's answers alone.
+cells define (:func:`answer_names`); a check's ``course``
+(``course_lib.grading.judging.Course``) is that code built afresh in the kernel, around the
+student's answers alone.
 
 Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
 other instructor-only cell (a reference answer or result): both are removed from what

@@ -26,6 +26,7 @@ Built on nbgrader 0.9. The modules, by what they hold:
     restore       a hand-in's tampered cells repaired: metadata reset, deleted cells put back
     tamper        the static scan of student code (a second line: the judge decides)
     sandbox       the isolated, limited kernel that runs a student's notebook
+    isolation     what isolates kernels on this machine: the probe, the modes, the sandbox uids
     runjudge      the one run-then-judge loop: cells the tests need, then the live kernel judged
     zygote, forkkernel, forkpreload  forked kernels: one process per student imports once
     processes     ending processes: a worker with its kernels, a sandbox's leftovers

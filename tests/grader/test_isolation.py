@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import config, notebooks, sandbox
+from autograder import config, isolation, notebooks, sandbox
 from autograder.limits import Limits
 from helpers import ROOT, course_sources, grades, make_course
 
@@ -95,7 +95,7 @@ def _reachable(aside: Path) -> list[str]:
 
 def _as_uid(uid: int, script: str) -> str:
     """What ``script`` (sh) prints when run as ``uid``, as a kernel of its own uid would be."""
-    cmd = [*sandbox._drop(uid), "/bin/sh", "-c", script]
+    cmd = [*isolation.drop(uid), "/bin/sh", "-c", script]
     return subprocess.run(cmd, cwd="/", capture_output=True, text=True, timeout=60).stdout
 
 
@@ -220,8 +220,8 @@ def _fake_course(top: Path) -> tuple[Path, dict[str, Path]]:
 @pytest.fixture
 def claimed_uid():
     """A sandbox uid claimed as a grading worker claims one: no other test's kernel runs as it
-    meanwhile, and no other worker kills what runs as it (``sandbox._claim_uid``)."""
-    uid, lock = sandbox._claim_uid(os.getpid())
+    meanwhile, and no other worker kills what runs as it (``isolation.claim_uid``)."""
+    uid, lock = isolation.claim_uid(os.getpid())
     yield uid
     lock.close()
 
@@ -400,7 +400,7 @@ def test_a_kernel_of_its_own_uid_reads_and_writes_nothing_of_the_grader(open_dir
     report = json.loads(out["text"].split("REPORT", 1)[1])
 
     uid = out["uid"]
-    assert sandbox.UID_BASE <= uid < sandbox.UID_BASE + sandbox.UID_COUNT
+    assert isolation.UID_BASE <= uid < isolation.UID_BASE + isolation.UID_COUNT
     assert report["uid"] == report["euid"] == report["gid"] == uid and report["groups"] == []
     assert report["course_lib"].endswith("course_lib/__init__.py")  # its import works
     assert report["read"] == dict.fromkeys(secret, "PermissionError"), report["read"]
@@ -520,7 +520,7 @@ def test_grading_as_its_own_uid_without_bubblewrap(open_dir):
     graded = root / "autograder" / "class" / "autograded" / "snoop" / "a3" / "2_words.ipynb"
     text = json.dumps(notebooks.read(graded))
     uid = int(text.split("UID ", 1)[1].split("\\n", 1)[0])
-    assert sandbox.UID_BASE <= uid < sandbox.UID_BASE + sandbox.UID_COUNT
+    assert isolation.UID_BASE <= uid < isolation.UID_BASE + isolation.UID_COUNT
     assert "READ " not in text and text.count("PermissionError") == 5, text[-3000:]
     for path in (root, root / "autograder" / "class", repo):  # nothing inside them is needed
         assert not path.stat().st_mode & 0o007, path

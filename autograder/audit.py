@@ -289,9 +289,7 @@ def _batches(items: list, workers: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _select(
-    course: Course, cell: str | None
-) -> list[tuple[NotebookNode, Spec, mutants.Answer]]:
+def _select(course: Course, cell: str | None) -> list[tuple[NotebookNode, Spec, mutants.Answer]]:
     """The answer cells to audit: every one that tests follow, or the one ``cell`` names (an
     answer cell, or a test cell: the answer it follows)."""
     from .nbgrader_dir import stamped_solution

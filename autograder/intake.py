@@ -11,10 +11,10 @@ repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it 
   not renamings: ``1_gru-1.ipynb``, ``1_gru-2.ipynb`` are ``1_gru.ipynb`` handed in again, read
   as ``1_gru`` with no flag (the latest one, when several are there; the others noted);
 - a test or locked code cell that was edited or deleted, nbgrader metadata that was changed
-  or duplicated, is flagged ``tampered`` and repaired so that what the release asked for is
-  graded: deleted cells are put back at their place, metadata reset (nbgrader restores the
-  source of edited cells and adds the hidden tests). Metadata lost by copying the notebook
-  into a new one is given back from the content (a note, not a flag);
+  or duplicated, is flagged ``tampered`` and repaired (``restore.py``) so that what the
+  release asked for is graded: deleted cells are put back at their place, metadata reset, the
+  source of locked and test cells put back (tests in their graded form). Metadata lost by
+  copying the notebook into a new one is given back from the content (a note, not a flag);
 - a cell as an earlier release of the term had it (a test whose docstring changed after
   students downloaded the notebook) is not tampering: ``release.py`` records the locked and
   test cells of every release in ``judges/<a>.history.json`` (:class:`History`), and a cell
@@ -25,9 +25,10 @@ repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it 
   and never worth a point;
 - no usable file: ``missing``.
 
-Shape of the result: a :class:`StudentIntake` with one :class:`NotebookIntake` per assignment
-notebook; ``to_dict``/``from_dict`` give the JSON stored in each student's record
-(``records.py``).
+:func:`read_student` in three steps: match the files to the notebooks (:func:`read_handin`),
+choose the one graded (:func:`choose`), repair it (:func:`repair`). Shape of the result: a
+:class:`StudentIntake` with one :class:`NotebookIntake` per assignment notebook;
+``to_dict``/``from_dict`` give the JSON stored in each student's record (``records.py``).
 """
 
 from __future__ import annotations

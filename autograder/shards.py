@@ -259,22 +259,7 @@ def merge(
         backup = nbgrader_dir.backup_gradebook(gdir, "merge")
         if backup:
             log(f"  gradebook backed up to {backup}")
-        records = Records(gdir)
-        problems: dict[str, str] = {}
-        incomplete: list[str] = []
-        for index, data in sorted(manifests.items()):
-            sdir = dirs[index]
-            students = data["students"]
-            copy_gradebook(sdir.gradebook, gdir.gradebook, course.assignment, students)
-            shard_records = Records(sdir)
-            for student in students:
-                copy_student_files(sdir, gdir, student)
-                records.copy_from(shard_records, student)
-            problems.update(data.get("problems", {}))
-            incomplete += data.get("incomplete", [])
-            seconds, finished = data.get("seconds", 0), data.get("finished")
-            log(f"  shard {index}/{count}: {len(students)} student(s), graded in {seconds:.0f} s, "
-                f"finished {finished}")  # fmt: skip
+        problems, incomplete = _copy_shards(course, gdir, dirs, manifests, log)
         everyone = sorted({s for data in manifests.values() for s in data["students"]})
         unassigned = [] if use_demo else sorted(set(grading.list_students(gdir)) - set(everyone))
         for student in unassigned:
@@ -292,6 +277,35 @@ def merge(
     if incomplete:
         log(f"  not graded to the end: {', '.join(sorted(incomplete))}: run their shards again")
     return MergeResult(gdir, rows, count, sorted(incomplete), unassigned)
+
+
+def _copy_shards(
+    course: Course,
+    gdir: GradingDir,
+    dirs: dict[int, ShardDir],
+    manifests: dict[int, dict],
+    log=print,
+) -> tuple[dict[str, str], list[str]]:
+    """Copy each shard's (``dirs``: index -> its folder) gradebook entries, graded notebooks,
+    feedback and records into ``gdir``; return what the shards' ``manifests`` say: the
+    problems by student, and the students not graded to the end."""
+    records = Records(gdir)
+    problems: dict[str, str] = {}
+    incomplete: list[str] = []
+    for index, data in sorted(manifests.items()):
+        sdir = dirs[index]
+        students = data["students"]
+        copy_gradebook(sdir.gradebook, gdir.gradebook, course.assignment, students)
+        shard_records = Records(sdir)
+        for student in students:
+            copy_student_files(sdir, gdir, student)
+            records.copy_from(shard_records, student)
+        problems.update(data.get("problems", {}))
+        incomplete += data.get("incomplete", [])
+        seconds, finished = data.get("seconds", 0), data.get("finished")
+        log(f"  shard {index}/{len(manifests)}: {len(students)} student(s), graded in "
+            f"{seconds:.0f} s, finished {finished}")  # fmt: skip
+    return problems, incomplete
 
 
 def copy_student_files(src: GradingDir, dst: GradingDir, student: str) -> None:
@@ -323,25 +337,41 @@ def copy_gradebook(src: Path, dst: Path, assignment: str, students: list[str]) -
 
 def _copy_rows(con: sqlite3.Connection, assignment: str, students: set[str]) -> None:
     """The copy of :func:`copy_gradebook`, table by table (each read once: nbgrader's indexes
-    do not serve lookups by submission)."""
-
-    def ids(db: str) -> tuple[str, dict[str, str], dict[tuple[str, str, str], str]]:
-        found = con.execute(f"SELECT id FROM {db}.assignment WHERE name = ?", (assignment,))
-        row = found.fetchone()
-        if row is None:
-            raise ShardError(f"assignment {assignment!r} missing from a gradebook")
-        nbs = dict(con.execute(f"SELECT name, id FROM {db}.notebook WHERE assignment_id = ?", row))
-        cells = con.execute(
-            f"SELECT n.name, c.name, c.type, c.id FROM {db}.base_cell c "
-            f"JOIN {db}.notebook n ON c.notebook_id = n.id WHERE n.assignment_id = ?",
-            row,
-        )
-        return row[0], nbs, {(nb, name, kind): cid for nb, name, kind, cid in cells}
-
-    theirs, their_nbs, their_cells = ids("src")
-    ours, our_nbs, our_cells = ids("main")
+    do not serve lookups by submission): submissions, their notebooks, then grades and
+    comments."""
+    theirs, their_nbs, their_cells = _ids(con, "src", assignment)
+    ours, our_nbs, our_cells = _ids(con, "main", assignment)
     cell = {cid: our_cells[key] for key, cid in their_cells.items()}  # their cell -> ours
     nb_of = {nid: our_nbs[name] for name, nid in their_nbs.items()}  # their notebook -> ours
+    subs = _copy_submissions(con, theirs, ours, students)
+    sns = _copy_submitted_notebooks(con, ours, subs, nb_of)
+    _copy_scores(con, sns, cell)
+
+
+def _ids(
+    con: sqlite3.Connection, db: str, assignment: str
+) -> tuple[str, dict[str, str], dict[tuple[str, str, str], str]]:
+    """In the gradebook ``db`` (``main`` or ``src``): the id of ``assignment``, its notebooks'
+    (name -> id) and their cells' ((notebook, cell, type) -> id)."""
+    found = con.execute(f"SELECT id FROM {db}.assignment WHERE name = ?", (assignment,))
+    row = found.fetchone()
+    if row is None:
+        raise ShardError(f"assignment {assignment!r} missing from a gradebook")
+    nbs = dict(con.execute(f"SELECT name, id FROM {db}.notebook WHERE assignment_id = ?", row))
+    cells = con.execute(
+        f"SELECT n.name, c.name, c.type, c.id FROM {db}.base_cell c "
+        f"JOIN {db}.notebook n ON c.notebook_id = n.id WHERE n.assignment_id = ?",
+        row,
+    )
+    return row[0], nbs, {(nb, name, kind): cid for nb, name, kind, cid in cells}
+
+
+def _copy_submissions(
+    con: sqlite3.Connection, theirs: str, ours: str, students: set[str]
+) -> dict[str, str]:
+    """``students``' submissions of the assignment (``theirs`` in ``src``, ``ours`` in
+    ``main``), and the students themselves; return their submission's id -> ours (a student's
+    existing submission in ``main`` keeps its id)."""
     existing = dict(
         con.execute(
             "SELECT student_id, id FROM main.submitted_assignment WHERE assignment_id = ?", (ours,)
@@ -365,6 +395,14 @@ def _copy_rows(con: sqlite3.Connection, assignment: str, students: set[str]) -> 
             "timestamp = excluded.timestamp, extension = excluded.extension",
             (subs[sid], ours, student, stamp, extension),
         )
+    return subs
+
+
+def _copy_submitted_notebooks(
+    con: sqlite3.Connection, ours: str, subs: dict[str, str], nb_of: dict[str, str]
+) -> dict[str, str]:
+    """The submitted notebooks of the submissions ``subs`` (theirs -> ours; ``nb_of``: their
+    notebook -> ours) with their flags and penalties; return their id -> ours."""
     our_sns = {
         (sub, nid): snid
         for snid, sub, nid in con.execute(
@@ -389,6 +427,13 @@ def _copy_rows(con: sqlite3.Connection, assignment: str, students: set[str]) -> 
         "flagged = excluded.flagged, late_submission_penalty = excluded.late_submission_penalty",
         rows,
     )
+    return sns
+
+
+def _copy_scores(con: sqlite3.Connection, sns: dict[str, str], cell: dict[str, str]) -> None:
+    """The grades and comments of the submitted notebooks ``sns`` (theirs -> ours; ``cell``:
+    their cell -> ours): the autograder's replace ours, a grader's manual ones in ``main``
+    are kept."""
     for table, fields, manual in (
         ("grade", ("auto_score", "needs_manual_grade"), ("manual_score", "extra_credit")),
         ("comment", ("auto_comment",), ("manual_comment",)),

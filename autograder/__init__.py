@@ -42,7 +42,9 @@ Built on nbgrader 0.9. The modules, by what they hold:
     canary        the solutions graded as a student first: a broken set-up stops grading
     ownrun        the student's own outputs of tagged cells, framed as theirs (skipped or run again)
     shards        grading one shard of the class (cluster array jobs) and merging the shards
-    gradescope    the Gradescope autograder zip, and grading one submission in its container
+    gradescope    the Gradescope autograder zip (its scripts from scripts/), and grading one
+                  submission in its container
+    gradescope_results  Gradescope's results.json: a test per graded cell, the summary
     gradebook     reading scores from the gradebook, writing the judge's verdicts into it
     report        grades.csv, canvas.csv (LMS), the summary table and histogram, index pages
     pages         the HTML pages, from the Jinja2 templates in templates/ (autoescaped)

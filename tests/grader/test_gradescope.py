@@ -199,6 +199,29 @@ def test_setup_script_installs_what_make_setup_installs(course_zip):
     assert gradescope.ROOT_VARIABLE in run
 
 
+def test_the_scripts_are_templates_that_an_install_ships():
+    """setup.sh and run_autograder are filled from ``autograder/scripts/`` (package data, so an
+    installed autograder can build the zip): every ``@NAME@`` filled, the shell's ``$`` left
+    alone, an unknown placeholder or a lone ``@`` refused rather than left blank."""
+    import tomllib
+    from fnmatch import fnmatch
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = data["package-data"]["autograder"]
+    templates = sorted(p.name for p in gradescope.SCRIPTS_DIR.iterdir())
+    assert templates == sorted(gradescope.SCRIPTS.values())
+    assert all(any(fnmatch(f"scripts/{t}", p) for p in patterns) for t in templates)
+    setup, run = (gradescope.render(name, "9.8.7") for name in gradescope.EXECUTABLE)
+    assert "@" not in setup + run and '"torch==9.8.7"' in setup
+    assert f"{gradescope.VENV}/bin/python -m pip install" in setup
+    assert 'ROOT="${A3_AUTOGRADER_ROOT:-/autograder}"' in run
+    assert f'PYTHON="${{A3_PYTHON:-{gradescope.VENV}/bin/python}}"' in run
+    with pytest.raises(KeyError):
+        gradescope.ScriptTemplate("@VENV@ @NOPE@").substitute(VENV="v")
+    with pytest.raises(ValueError):
+        gradescope.ScriptTemplate("user@host").substitute()
+
+
 # --- run_autograder against an emulated /autograder -----------------------------------------
 
 

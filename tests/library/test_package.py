@@ -118,3 +118,30 @@ def test_an_install_ships_the_grading_package():
     rule = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     packages = find_packages(str(ROOT), include=rule["packages"]["find"]["include"])
     assert {"course_lib", "course_lib.grading"} <= set(packages)
+
+
+def test_every_public_function_and_class_has_a_user_besides_the_tests():
+    """A public function or class of course_lib is named outside its own definition by
+    course_lib, the grader, the benchmarks or a solution notebook (its code or its text, which
+    may point students to it); one that only the tests use is dead weight in the library."""
+    import nbformat
+
+    texts = [
+        p.read_text()
+        for folder in ("course_lib", "autograder", "bench")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+    ]
+    for path in sorted((ROOT / "solutions").rglob("*.ipynb")):
+        texts += [cell.source for cell in nbformat.read(path, as_version=4).cells]
+    text = "\n".join(texts)
+    unused = []
+    for name, path in module_names().items():
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name[0] == "_":
+                continue
+            word = re.escape(node.name)
+            uses = len(re.findall(rf"\b{word}\b", text))
+            definitions = len(re.findall(rf"\b(?:def|class) {word}\b", text))
+            if uses <= definitions:
+                unused.append(f"{name}.{node.name}")
+    assert unused == []

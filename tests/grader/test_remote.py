@@ -21,9 +21,9 @@ from nbformat.v4 import new_code_cell, new_notebook
 from test_judge import _judge_cell, _test_cell
 
 from autograder import remote as autograder_remote
+from autograder import spec
 from autograder.execute import execute_in_child, read_verdicts
 from autograder.remote import KernelSession, RequestFailed
-from autograder.spec import TestVerdict, spec_of, without_instructor_cells
 from course_lib.grading import dispatch, judging, wire
 
 JUDGES = [
@@ -106,12 +106,12 @@ def _notebook(student_code: str) -> nbformat.NotebookNode:
 
 
 SOLUTION = _notebook(HONEST)
-SPEC = spec_of(SOLUTION, "nb")
+SPEC = spec.spec_of(SOLUTION, "nb")
 
 
-def _graded(tmp_path: Path, student_code: str) -> dict[str, TestVerdict]:
+def _graded(tmp_path: Path, student_code: str) -> dict[str, spec.TestVerdict]:
     src, dst = tmp_path / "nb.ipynb", tmp_path / "nb.out.ipynb"
-    nb = without_instructor_cells(_notebook(student_code))
+    nb = spec.without_instructor_cells(_notebook(student_code))
     nbformat.write(nb, src)
     (tmp_path / "spec.json").write_text(SPEC.to_json())
     assert execute_in_child(src, dst, timeout=60, spec=tmp_path / "spec.json") == ""

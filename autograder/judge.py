@@ -2,16 +2,17 @@
 
 A test's *checks* (the judge cell after it, instructor only; :mod:`autograder.spec` reads
 them into a notebook's :class:`~autograder.spec.Spec`), one per behaviour with its points
-(:mod:`course_lib.grading.judging`), run in the process that drives the student's kernel and never
-runs student code, while that kernel still runs: they ask it for the student's objects and
-judge the replies.
+(:mod:`course_lib.grading.judging`), run in the process that drives the student's kernel
+and never runs student code, while that kernel still runs: they ask it for the student's
+objects and judge the replies.
 
 This module runs the judge cells and their checks (:func:`judge_notebook`) on the student's
 objects in the notebook's kernel while it still runs (:func:`judge_live`, through
-``remote.KernelSession``), within :data:`JUDGE_SECONDS`: in ``gradeexec.GradeExecute`` when
-grading, in ``execute.py`` for the release checks and a variant graded alone
-(``variants.grade_variants``), and in ``sharedkernel.py`` for the versions graded in one
-kernel (the variant sets, the audit's mutants).
+``remote.KernelSession``), within :data:`JUDGE_SECONDS`. Every live kernel is judged through
+the one run-then-judge loop (``runjudge.judge_kernel``): grading (``gradeexec.py``), the
+release checks and a variant graded alone (``execute.py``, ``variants.grade_variants``),
+and the versions graded in one kernel, the variant sets and the audit's mutants
+(``sharedkernel.py``).
 """
 
 from __future__ import annotations

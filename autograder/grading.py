@@ -37,7 +37,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from . import canary, demo, intake, launcher, nbgrader_dir, notebooks, ownrun, report, worker
 from .config import Course, usable_cpus
@@ -46,8 +46,12 @@ from .nbgrader_dir import STUDENT_ID, GradingDir
 from .records import Records, StudentRun
 from .spec import Spec, read_specs
 
-if TYPE_CHECKING:
-    from .shards import Shard
+
+class ClassPart(Protocol):
+    """A part of the class graded alone: which students it owns, and its name in titles (a
+    cluster's shard, ``shards.Shard``: grading needs no more of it, so it imports no shards)."""
+
+    def owns(self, student: str) -> bool: ...
 
 
 @dataclass
@@ -166,7 +170,7 @@ class Plan:
     workers: int
     regrade: bool = False
     students: list[str] | None = None  # None: everyone
-    shard: Shard | None = None  # grade only the students of this shard (see shards.py)
+    shard: ClassPart | None = None  # grade only the students of this shard (see shards.py)
 
     @property
     def title(self) -> str:
@@ -201,7 +205,7 @@ def make_plan(
     cell_timeout: int | None = None,
     regrade: bool = False,
     students: list[str] | None = None,
-    shard: Shard | None = None,
+    shard: ClassPart | None = None,
 ) -> Plan:
     """The plan of a grading run in ``gdir`` (the defaults: the course's settings)."""
     return Plan(

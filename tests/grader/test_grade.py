@@ -350,8 +350,11 @@ def test_intake_reads_twenty_files_and_names_an_unreadable_copy(tmp_path):
     released = {}
     for tag in ("sums", "words"):
         released[tag] = nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell(f"assert {tag}", metadata={"nbgrader": {
-                "grade_id": f"t_{tag}", "locked": True}})]  # fmt: skip
+            cells=[
+                nbformat.v4.new_code_cell(
+                    f"assert {tag}", metadata={"nbgrader": {"grade_id": f"t_{tag}", "locked": True}}
+                )
+            ]  # fmt: skip
         )
     gdir = nbgrader_dir.GradingDir(tmp_path, "a3")
     folder = gdir.student_dir(gdir.submitted, "s1")
@@ -366,7 +369,10 @@ def test_intake_reads_twenty_files_and_names_an_unreadable_copy(tmp_path):
     )
     sums, words = seen.notebooks["sums"], seen.notebooks["words"]
     assert (sums.file, sums.flags, words.file, words.flags) == (
-        "my sums.ipynb", ["renamed", "failed"], "words.ipynb", []
+        "my sums.ipynb",
+        ["renamed", "failed"],
+        "words.ipynb",
+        [],
     )
     assert sums.notes[0].startswith("my sums.ipynb is not a valid notebook (")
     assert list(staged) == ["words"] and words.staged and not sums.staged

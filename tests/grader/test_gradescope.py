@@ -122,7 +122,8 @@ def test_zip_holds_what_grading_needs_and_nothing_else(course_zip):
     assert {f"autograder/{p.name}" for p in (ROOT / "autograder").glob("*.py")} <= names
     assert {"autograder/templates/page.html.j2", "autograder/templates/page.css"} <= names
     package = {"pyproject.toml", "README.md", "course_lib/__init__.py",
-               "course_lib/grading/wire.py", "course_lib/data/sense_and_sensibility.txt"}  # fmt: skip
+               "course_lib/grading/wire.py",
+               "course_lib/data/sense_and_sensibility.txt"}  # fmt: skip
     assert {f"package/{n}" for n in package} <= names
     generated = {"autograder/class/gradebook.db", "autograder/class/release/.a3-source.sha256"}
     for nb in ("1_sums", "2_words"):

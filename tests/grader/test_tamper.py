@@ -494,9 +494,7 @@ def test_the_intake_stages_the_students_code_as_written(tmp_path):
 def test_the_intake_lists_five_findings_then_counts(tmp_path):
     released = make_nb("x = None")
     gdir = _hand_in(tmp_path, make_nb("\n".join(["import ctypes"] * 7)))
-    seen, _ = intake.read_student(
-        gdir, "s1", {"nb": released}, {"nb": spec_of(released, "nb")}
-    )
+    seen, _ = intake.read_student(gdir, "s1", {"nb": released}, {"nb": spec_of(released, "nb")})
     notes = seen.notebooks["nb"].notes
     assert len(notes) == 6 and notes[-1] == "review: and 2 more"
     assert all(report.is_review_note(n) for n in notes)

@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory slurm-tools
 	touch $(STAMP)
 
-# The grading sandbox runs kernels in bubblewrap (autograder/sandbox.py). Installed here with
+# The grading sandbox runs kernels in bubblewrap (autograder/kernels/sandbox.py). Installed here with
 # apt-get when missing and this is root on Debian/Ubuntu; elsewhere install it yourself
 # (`sudo apt-get install bubblewrap`, `dnf install bubblewrap`): without it `make grade` still
 # grades, says what is not enforced, and the sandbox tests fail.
@@ -45,7 +45,7 @@ sandbox-tools:
 	  else echo "note: install bubblewrap to sandbox grading (see README)"; fi; }
 	@bwrap --version 2>/dev/null || echo "bubblewrap: not installed"
 
-# The browser test (tests/grader/test_browser.py) opens the feedback and formgrader pages in headless
+# The browser test (tests/scenarios/test_browser.py) opens the feedback and formgrader pages in headless
 # Chromium. Installed here with apt-get when missing and this is root on Debian/Ubuntu (Debian's
 # chromium: ~110 MB download, ~460 MB installed); elsewhere install it yourself
 # (`sudo apt-get install chromium`): without it the browser test fails.
@@ -58,7 +58,7 @@ browser-tools:
 	  else echo "note: install chromium for the browser test (see README)"; fi; }
 	@chromium --version 2>/dev/null || echo "chromium: not installed"
 
-# The Slurm test (tests/grader/test_slurm.py) runs deploy/slurm-grade.sh on a one-node cluster of
+# The Slurm test (tests/grader/deploy/test_slurm.py) runs deploy/slurm-grade.sh on a one-node cluster of
 # its own: Debian's munge, slurmctld, slurmd and clients (~25 MB download, no service started:
 # the test starts its own daemons). Installed here with apt-get when missing and this is root
 # on Debian/Ubuntu; elsewhere the Slurm test is skipped, saying why.

@@ -25,11 +25,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import config
+from autograder.course import config
 
 
 def _release(course: config.Course, args: argparse.Namespace) -> int:
-    from .release import ReleaseError, release
+    from autograder.publish.release import ReleaseError, release
 
     try:
         release(
@@ -46,7 +46,7 @@ def _release(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _public(course: config.Course, args: argparse.Namespace) -> int:
-    from .public import PublicError, build
+    from autograder.publish.public import PublicError, build
 
     try:
         out = build(course, out=args.out, draft=args.draft)
@@ -58,7 +58,8 @@ def _public(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _grade(course: config.Course, args: argparse.Namespace) -> int:
-    from . import grading, shards
+    from autograder.deploy import shards
+    from autograder.marking import grading
 
     try:
         shard = shards.Shard.parse(args.shard) if args.shard else None
@@ -86,7 +87,7 @@ def _grade(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _merge(course: config.Course, args: argparse.Namespace) -> int:
-    from .shards import ShardError, merge
+    from autograder.deploy.shards import ShardError, merge
 
     try:
         result = merge(course, count=args.shards, demo_class=True if args.demo else None)
@@ -100,7 +101,7 @@ def _merge(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _gradescope(course: config.Course, args: argparse.Namespace) -> int:
-    from .gradescope import NotProven, build
+    from autograder.deploy.gradescope import NotProven, build
 
     try:
         build(course, torch_version=args.torch)
@@ -111,7 +112,7 @@ def _gradescope(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _demo(course: config.Course, args: argparse.Namespace) -> int:
-    from . import demo, nbgrader_dir
+    from autograder.course import demo, nbgrader_dir
 
     gdir = nbgrader_dir.demo(course)
     nbgrader_dir.generate_assignment(course, gdir)
@@ -122,7 +123,7 @@ def _demo(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _collect(course: config.Course, args: argparse.Namespace) -> int:
-    from .collect import CollectError, collect
+    from autograder.handin.collect import CollectError, collect
 
     try:
         collect(course, args.zip)
@@ -133,13 +134,13 @@ def _collect(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _formgrade(course: config.Course, args: argparse.Namespace) -> int:
-    from .nbgrader_dir import formgrade
+    from autograder.course.nbgrader_dir import formgrade
 
     return formgrade(course, demo_class=args.demo)
 
 
 def _settings(course: config.Course, args: argparse.Namespace) -> int:
-    from .settings import describe
+    from autograder.course.settings import describe
 
     current = {name: getattr(course, name) for name in config.TABLES}
     print(f"# {course.root / config.CONFIG_FILE}: every setting, its value, type and meaning")
@@ -148,14 +149,14 @@ def _settings(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _bench(course: config.Course, args: argparse.Namespace) -> int:
-    from .bench import bench
+    from autograder.tools.bench import bench
 
     bench(course, students=args.students)
     return 0
 
 
 def _feedback(course: config.Course, args: argparse.Namespace) -> int:
-    from .grading import rewrite_reports
+    from autograder.marking.grading import rewrite_reports
 
     try:
         rewrite_reports(course, demo_class=True if args.demo else None)
@@ -166,7 +167,7 @@ def _feedback(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _audit(course: config.Course, args: argparse.Namespace) -> int:
-    from .audit import audit, summary, write
+    from autograder.quality.audit import audit, summary, write
 
     try:
         report = audit(
@@ -182,7 +183,7 @@ def _audit(course: config.Course, args: argparse.Namespace) -> int:
 
 
 def _similarity(course: config.Course, args: argparse.Namespace) -> int:
-    from .similarity import run
+    from autograder.tools.similarity import run
 
     try:
         run(course, reference=args.reference, demo_class=True if args.demo else None)

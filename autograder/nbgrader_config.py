@@ -12,7 +12,7 @@ written by the grader, loads this file and makes that folder nbgrader's course d
 `python -m autograder` (behind `make release`, `make grade`, `make collect`) runs nbgrader with
 these settings and `make formgrade` starts JupyterLab in ``class/`` (run nbgrader by hand
 there too). The course-wide values (the time limit of a cell) are ../course.toml's, read and
-checked by the grader's own settings model (`autograder/config.py`, `python -m autograder
+checked by the grader's own settings model (`autograder/course/config.py`, `python -m autograder
 settings`): an invalid value stops nbgrader with the same message as the grader.
 """
 
@@ -25,7 +25,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 course_root = os.path.dirname(here)
 if importlib.util.find_spec("autograder") is None:  # nbgrader run by hand, in class/
     sys.path.append(course_root)
-from autograder import config  # noqa: E402
+from autograder.course import config  # noqa: E402
 
 course = config.load(course_root)
 
@@ -40,7 +40,7 @@ c.Execute.interrupt_on_timeout = True
 # of the whole notebook; wait longer, and go on rather than fail.
 c.Execute.iopub_timeout = 15
 c.Execute.raise_on_iopub_timeout = False
-# Scores come from the judge (autograder/judge.py), never from a cell's outputs: nbgrader's
+# Scores come from the judge (autograder/kernels/judge.py), never from a cell's outputs: nbgrader's
 # rules on them (stderr text scores 0, a numeric result scores part) do not apply.
 # Feedback and formgrader pages: no anchor ids made from a student's headings (they could clash
 # with the ids the formgrade page uses).

@@ -1,4 +1,4 @@
-"""Benchmark of ``make similarity`` (autograder/similarity.py): seconds for a generated class.
+"""Benchmark of ``make similarity`` (autograder/tools/similarity.py): seconds for a generated class.
 
     python bench/similarity.py                              # 100 and 1,000 students, 3_transformer
     python bench/similarity.py --students 100 1000 3000 --notebook 5a_decoding
@@ -42,7 +42,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the autograder and the varian
 
 from copydetect import compare_files  # noqa: E402
 
-from autograder import config, notebooks, similarity  # noqa: E402
+from autograder.course import config, notebooks  # noqa: E402
+from autograder.tools import similarity  # noqa: E402
 
 SETS = {"1_gru": "gru", "2_additive_attention": "attention", "3_transformer": "transformer",
         "4_bert": "bert", "5a_decoding": "decoding", "5b_copying_subwords": "copying"}  # fmt: skip

@@ -21,7 +21,8 @@ import setuptools  # noqa: E402, F401, I001
 # a folder made by the process that sets A3_TEST_SHARED (pytest-xdist's controller, or pytest
 # without it) and removed by it at the end. In it:
 # - canary records: many tests grade copies of the same course, whose canary
-#   (autograder/canary.py) passes or fails the same for each, so they share one folder of canary
+#   (autograder/marking/canary.py) passes or fails the same for each, so they share one folder of
+# canary
 #   results (test_grade.py's canary test grades its own);
 # - classes graded once for several modules (helpers.graded_tiny_demo).
 _SHARED = None

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import config, demo, nbgrader_dir, notebooks
+from autograder.course import config, demo, nbgrader_dir, notebooks
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 
@@ -77,7 +77,7 @@ def gradebook_rows(gdir: Path) -> list[tuple]:
 
 def student_record(gdir: Path, student: str, assignment: str = "a3") -> dict | None:
     """The run last recorded for ``student`` in the course directory ``gdir``
-    (``autograder/records.py``), as JSON; None when there is none."""
+    (``autograder/marking/records.py``), as JSON; None when there is none."""
     path = gdir / "records" / assignment / f"{student}.json"
     return json.loads(path.read_text())["run"] if path.exists() else None
 

@@ -2,7 +2,7 @@
 
 No notebook a student works in imports it: the grader does, and the judge cells (instructor
 only, stripped from the student copies) do. The grader's end of the protocol is
-``autograder/remote.py``; this package holds the other end and what both ends share:
+``autograder/kernels/remote.py``; this package holds the other end and what both ends share:
 
 - :mod:`course_lib.grading.dispatch` the kernel's dispatcher: it answers the grader's
   requests in the student's kernel (and in a TA's own, through ``LocalTransport``);

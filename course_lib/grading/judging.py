@@ -37,7 +37,8 @@ costs only its own points.
 
 Where judges run:
 
-- **grading and** ``make release``: ``autograder.judge`` runs the judge cells of a notebook in
+- **grading and** ``make release``: ``autograder.kernels.judge`` runs the judge cells of a notebook
+in
   order, in one fresh namespace, in a process that never ran student code (:func:`collect`);
   ``check`` then registers each check for the test cell above its judge cell, and each check
   runs while the student's kernel still runs, asking it (:func:`evaluate`). Judge cells above
@@ -244,7 +245,7 @@ class Student:
     """The student's notebook, seen from the grader: ``student.Name`` asks the kernel for the
     object the notebook defined as ``Name`` and returns it as plain data or a :class:`Handle`.
 
-    ``transport.request(dict) -> dict`` carries one request (``autograder.remote`` to a
+    ``transport.request(dict) -> dict`` carries one request (``autograder.kernels.remote`` to a
     grading kernel, :class:`course_lib.grading.dispatch.LocalTransport` in a TA's notebook)."""
 
     def __init__(self, transport: Any):
@@ -261,7 +262,7 @@ class Student:
         """Send ``request``; the decoded ``ok`` value, or :class:`StudentError`."""
         try:
             reply = self._transport.request(request)
-        except Exception as err:  # the transport's fixed reasons (autograder.remote)
+        except Exception as err:  # the transport's fixed reasons (autograder.kernels.remote)
             reason = getattr(err, "reason", "unreadable")
             raise StudentError(FAILED_WORDS.get(reason, FAILED_WORDS["unreadable"])) from None
         if not isinstance(reply, dict) or len(reply) != 1:

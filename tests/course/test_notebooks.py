@@ -19,7 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import config, execute, notebooks
+from autograder.course import config, notebooks
+from autograder.kernels import execute
 from course_lib import results
 from helpers import ROOT
 
@@ -126,8 +127,9 @@ def _errors(nb: nbformat.NotebookNode) -> list[str]:
 
 
 def test_the_tas_table_lists_every_notebook_of_the_course():
-    """Adding a notebook is the notebook, its variant set (``tests/grader/test_variants.py``)
-    and its row in ``solutions/README.md``'s table: this test finds a missing or a stale row."""
+    """Adding a notebook is the notebook, its variant set
+    (``tests/grader/quality/test_variants.py``) and its row in ``solutions/README.md``'s table:
+    this test finds a missing or a stale row."""
     text = (ROOT / "solutions" / "README.md").read_text()
     rows = re.findall(r"^\| `([^`]+)\.ipynb` \|", text, flags=re.MULTILINE)
     assert rows == NAMES

@@ -123,12 +123,20 @@ def test_the_grader_is_installed_beside_the_course_package(tmp_path):
     assert Path(proc.stdout.strip()).resolve() == ROOT / "autograder" / "__init__.py"
 
 
-def test_the_graders_index_names_every_module():
-    """``autograder/__init__.py`` lists the grader's modules by what they hold: a module added
-    or removed without its line there fails here."""
+def test_the_graders_index_names_every_stage_and_each_stage_its_modules():
+    """``autograder/__init__.py`` lists the grader's stages (its sub-packages, as
+    ``config.STAGES`` orders them), and each stage's ``__init__.py`` lists its modules by what
+    they hold (its "Its modules:" lines): a stage or module added, moved or removed without
+    its line fails here."""
     import autograder
+    from autograder.course import config
 
-    modules = {p.stem for p in (ROOT / "autograder").glob("*.py")} - {"__init__", "__main__"}
-    rows = re.findall(r"^    ([a-z_]+(?:, [a-z_]+)*)  ", autograder.__doc__, re.M)
-    named = {name for row in rows for name in row.split(", ")}
-    assert named == modules, (sorted(modules - named), sorted(named - modules))
+    stages = {p.parent.name for p in (ROOT / "autograder").glob("*/__init__.py")}
+    rows = re.findall(r"^    ([a-z_]+)  ", autograder.__doc__, re.M)
+    assert rows == list(config.STAGES) and set(rows) == stages, (rows, sorted(stages))
+    for stage in stages:
+        init = (ROOT / "autograder" / stage / "__init__.py").read_text()
+        modules = {p.stem for p in (ROOT / "autograder" / stage).glob("*.py")} - {"__init__"}
+        rows = re.findall(r"^#   ([a-z_]+(?:, [a-z_]+)*): ", init, re.M)
+        named = {name for row in rows for name in row.split(", ")}
+        assert named == modules, (stage, sorted(modules - named), sorted(named - modules))

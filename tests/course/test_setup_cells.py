@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks
+from autograder.course import notebooks
 from helpers import ROOT
 
 SOLUTIONS = sorted((ROOT / "solutions" / "a3").glob("*.ipynb"))

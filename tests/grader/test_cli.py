@@ -59,7 +59,7 @@ def _descriptions(path) -> list[str]:
 
 
 def test_every_scripts_description_is_whole_sentences():
-    scripts = sorted([*(ROOT / "autograder").glob("*.py"), *(ROOT / "bench").glob("*.py")])
+    scripts = sorted([*(ROOT / "autograder").rglob("*.py"), *(ROOT / "bench").glob("*.py")])
     seen = 0
     for path in scripts:
         for text in _descriptions(path):

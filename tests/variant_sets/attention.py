@@ -1,7 +1,7 @@
 """Variants of ``2_additive_attention``: mistakes students make in
 ``RNNAttentionDecoder.forward``, and other correct ways to write it."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "2_additive_attention"
 D = "rnn_attention_decoder"

@@ -1,7 +1,7 @@
 """Variants of ``4_bert``: mistakes students make in ``BertMLP`` and ``multiclass_mcc``, and other
 correct ways to write them."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "4_bert"
 B = "bert_mlp"

@@ -1,7 +1,7 @@
 """Variants of ``5b_copying_subwords``: mistakes students make in ``copy_mixture`` and
 ``learn_bpe``, and other correct ways to write them."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "5b_copying_subwords"
 C, L = "copy_mixture", "learn_bpe"

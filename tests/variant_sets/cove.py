@@ -1,7 +1,7 @@
 """Variants of ``6a_cove``: mistakes students make in the frozen feature extractor and the
 pieces of the biattentive classifier, and other correct ways to write them."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "6a_cove"
 X, B, P, S, N = "cove_features", "biattention", "masked_pools", "self_attentive_pooling", "bcn"

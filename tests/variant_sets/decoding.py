@@ -1,7 +1,7 @@
 """Variants of ``5a_decoding``: mistakes students make in ``DotAttention``,
 ``MultiplicativeAttention`` and ``beam_search``, and other correct ways to write them."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "5a_decoding"
 D, M, B = "dot_attention", "multiplicative_attention", "beam_search"

@@ -1,7 +1,7 @@
 """Variants of ``1_gru``: mistakes students make in ``MyGRUCell.forward``, and other correct
 ways to write it."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "1_gru"
 G = "my_gru_cell"

@@ -4,7 +4,7 @@ masking of some queries left out, as LaMBERT's report says its masking was "at s
 omitted, [CLS] read from the tokens...), and other correct ways to write them (a dense mask over
 the flat sequence, einsum, another order of the keys)."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "6b_segment_attention"
 K, A, C = "segment_keys_mask", "segment_attention", "cls_attention"

@@ -1,7 +1,7 @@
 """Variants of ``3_transformer``: mistakes students make in the attention layers, the encoder
 and the decoder, and other correct ways to write them."""
 
-from autograder.variants import Variant
+from autograder.quality.variants import Variant
 
 NOTEBOOK = "3_transformer"
 A, C = "scaled_dot_attention", "causal_attention"

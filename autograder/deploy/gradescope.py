@@ -421,7 +421,8 @@ def _open_zip(path: Path, where: Path, run: collect.Collection) -> list[str]:
     try:
         collect.unpack(path, STUDENT, str(where), run, refused)
     except collect.Refused as why:
-        opened.append(f"{collect.show(str(where))}: not opened ({why})")
+        reason = str(why).removesuffix(" (not opened)")  # collect's own words say it too
+        opened.append(f"{collect.show(str(where))}: not opened ({reason})")
     except collect.READ_ERRORS as err:
         opened.append(f"{collect.show(str(where))}: not a readable zip ({err})")
     notes = [f"{collect.show(w)}: not read ({why})" for w, why in refused] + opened

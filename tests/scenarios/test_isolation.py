@@ -278,8 +278,9 @@ import psutil
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder import config, sandbox
-from autograder import gradeexec
+from autograder.course import config
+from autograder.kernels import sandbox
+from autograder.marking import gradeexec
 from autograder.marking.gradeexec import GradeExecute
 from autograder.kernels.processes import running
 

@@ -1,4 +1,4 @@
-"""The attacks of ``tests/grader/kernels/test_sandbox.py`` that forge a score inside the kernel,
+"""The attacks of ``tests/scenarios/test_sandbox.py`` that forge a score inside the kernel,
 graded again with the advisory scan off (``[grade] tamper_scan = false``): they run in the kernel,
 and still get no more than the control, and nothing notes them (no ``review``). Here every
 notebook's kernel is a process of its own (``[sandbox] fork_kernels = false``), the other mode of

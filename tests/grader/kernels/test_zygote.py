@@ -1,7 +1,7 @@
 """Forked kernels (``[sandbox] fork_kernels``, ``autograder/kernels/zygote.py`` and
 ``forkkernel.py``): each notebook's kernel is a fork of one process per student, in that student's
 sandbox, and starts in a sandbox as fresh as its own would be. The attack corpus
-(``tests/grader/kernels/test_sandbox.py``) and the real demo class
+(``tests/scenarios/test_sandbox.py``) and the real demo class
 (``tests/scenarios/test_grade_real.py``) grade in this mode too; here, what a kernel leaves for the
 next one, and what happens when the zygote is gone or cannot start."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_browser import Browser
+from browser import Browser
 
 from autograder.course import notebooks
 from autograder.reports import classreport, report
@@ -233,7 +233,7 @@ IMAGES_JS = "Array.from(document.images).map(i => [i.getAttribute('src'), i.natu
 
 
 class ConsoleBrowser(Browser):
-    """``test_browser.Browser`` that keeps the DevTools events (console, log, exceptions)."""
+    """``browser.Browser`` that keeps the DevTools events (console, log, exceptions)."""
 
     def __init__(self, tmp: Path):
         self.events: list[dict] = []

@@ -36,6 +36,7 @@ def forged(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # the attack corpus graded a second time, with the scan off
 @pytest.mark.parametrize("name", FORGERS)
 def test_forged_scores_gain_nothing_without_the_scan(forged, name):
     """The attack runs in the kernel (no scan) and still gets no more than the control."""

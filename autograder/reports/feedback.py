@@ -132,13 +132,21 @@ def render_markdown(text: str, attachments: dict | None = None) -> str:
     return f"<pre>{html.escape(text)}</pre>"
 
 
-def written_answers(path: Path) -> dict[str, tuple[str, dict]]:
-    """The written answers of a graded notebook: grade id -> (Markdown, attachments)."""
+def graded_copy(path: Path) -> NotebookNode | None:
+    """A student's graded notebook, read once for its page; None when there is none or it
+    cannot be read (its page then shows no answer and no output rather than fail)."""
     if not path.exists():
-        return {}
+        return None
     try:
-        nb = notebooks.read(path)
-    except Exception:  # a graded copy that cannot be read: show no answer rather than fail
+        return notebooks.read(path)
+    except Exception:  # a graded copy that cannot be read
+        return None
+
+
+def written_answers(nb: NotebookNode | None) -> dict[str, tuple[str, dict]]:
+    """The written answers of a graded notebook (:func:`graded_copy`): grade id -> (Markdown,
+    attachments)."""
+    if nb is None:
         return {}
     return {
         notebooks.grade_id(c): (_text(c.get("source")), dict(c.get("attachments") or {}))
@@ -153,18 +161,16 @@ RERUN_NOTE = (
 )
 
 
-def own_results(path: Path, skipped: list[int] | None = None) -> dict[str, list[NotebookNode]]:
+def own_results(
+    nb: NotebookNode | None, skipped: list[int] | None = None
+) -> dict[str, list[NotebookNode]]:
     """The student's own outputs that belong with each written answer of a graded notebook
     (grade id -> outputs): those of the tagged cells (``ownrun.own_outputs``: the grader's
     frames; ``skipped``: only those cells) between the previous written answer and this one,
     a cell grading ran too after an output of type :data:`RERUN` (:data:`RERUN_NOTE`)."""
     from autograder.reports import ownrun
 
-    if not path.exists():
-        return {}
-    try:
-        nb = notebooks.read(path)
-    except Exception:  # a graded copy that cannot be read: show no output rather than fail
+    if nb is None:
         return {}
     own = ownrun.own_outputs(nb, skipped)
     found: dict[str, list[NotebookNode]] = {}
@@ -333,8 +339,9 @@ def write_feedback(
         graded = gdir.student_dir(gdir.autograded, student)
         files = {}
         for row in srows:
-            answers = written_answers(graded / f"{row.notebook}.ipynb")
-            own = own_results(graded / f"{row.notebook}.ipynb")  # every framed cell
+            nb = graded_copy(graded / f"{row.notebook}.ipynb")
+            answers = written_answers(nb)
+            own = own_results(nb)  # every framed cell
             mine = marks.get((student, row.notebook), Marks())
             page = notebook_page(row, info[row.notebook], mine, answers, show_source, own)
             files[row.notebook] = f"{row.notebook}.html"

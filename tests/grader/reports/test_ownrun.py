@@ -232,9 +232,9 @@ def graded_notebook(tmp_path: Path) -> Path:
 
 def test_feedback_shows_own_results_beside_the_answer_and_the_first_error_first(tmp_path):
     path = graded_notebook(tmp_path)
-    own = feedback.own_results(path)
+    own = feedback.own_results(feedback.graded_copy(path))
     assert [o.text for o in own["q1"]] == ["accuracy 0.45\n", "<b>plot</b>"]
-    assert feedback.own_results(path, [2]) == {"q1": own["q1"][:1]}
+    assert feedback.own_results(feedback.graded_copy(path), [2]) == {"q1": own["q1"][:1]}
     found = worker.inspect(path, [2, 3])
     assert found["first_error"] == {"cell": "answer", "words": "your code raised NameError"}
     row = report.Row("ann", "nb", autograded_max=1, manual_max=1, skipped=[2, 3])

@@ -33,8 +33,8 @@ $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory slurm-tools
 	touch $(STAMP)
 
-# The grading sandbox runs kernels in bubblewrap (autograder/kernels/sandbox.py). Installed here with
-# apt-get when missing and this is root on Debian/Ubuntu; elsewhere install it yourself
+# The grading sandbox runs kernels in bubblewrap (autograder/kernels/sandbox.py). Installed
+# here with apt-get when missing and this is root on Debian/Ubuntu; elsewhere install it yourself
 # (`sudo apt-get install bubblewrap`, `dnf install bubblewrap`): without it `make grade` still
 # grades, says what is not enforced, and the sandbox tests fail.
 sandbox-tools:
@@ -45,9 +45,9 @@ sandbox-tools:
 	  else echo "note: install bubblewrap to sandbox grading (see README)"; fi; }
 	@bwrap --version 2>/dev/null || echo "bubblewrap: not installed"
 
-# The browser test (tests/scenarios/test_browser.py) opens the feedback and formgrader pages in headless
-# Chromium. Installed here with apt-get when missing and this is root on Debian/Ubuntu (Debian's
-# chromium: ~110 MB download, ~460 MB installed); elsewhere install it yourself
+# The browser test (tests/scenarios/test_browser.py) opens the feedback and formgrader pages in
+# headless Chromium. Installed here with apt-get when missing and this is root on Debian/Ubuntu
+# (Debian's chromium: ~110 MB download, ~460 MB installed); elsewhere install it yourself
 # (`sudo apt-get install chromium`): without it the browser test fails.
 browser-tools:
 	@command -v chromium >/dev/null || { \
@@ -58,10 +58,10 @@ browser-tools:
 	  else echo "note: install chromium for the browser test (see README)"; fi; }
 	@chromium --version 2>/dev/null || echo "chromium: not installed"
 
-# The Slurm test (tests/grader/deploy/test_slurm.py) runs deploy/slurm-grade.sh on a one-node cluster of
-# its own: Debian's munge, slurmctld, slurmd and clients (~25 MB download, no service started:
-# the test starts its own daemons). Installed here with apt-get when missing and this is root
-# on Debian/Ubuntu; elsewhere the Slurm test is skipped, saying why.
+# The Slurm test (tests/grader/deploy/test_slurm.py) runs deploy/slurm-grade.sh on a one-node
+# cluster of its own: Debian's munge, slurmctld, slurmd and clients (~25 MB download, no service
+# started: the test starts its own daemons). Installed here with apt-get when missing and this is
+# root on Debian/Ubuntu; elsewhere the Slurm test is skipped, saying why.
 SLURM_PACKAGES := munge slurmctld slurmd slurm-client
 slurm-tools:
 	@command -v slurmd >/dev/null && command -v slurmctld >/dev/null && command -v munged \
@@ -77,8 +77,9 @@ slurm-tools:
 # module stay in one worker, so a module's graded class or release is built once. One worker
 # more than the cores: many tests wait on kernels and time limits, not on a core.
 # `make test` leaves out the tests marked `long` (whole-course runs of minutes each: the real
-# course graded, released and on Gradescope, every variant set graded, the Slurm cluster);
-# `make test-long` runs just those. CI (.ci/run) runs both, in that order.
+# course graded, released and on Gradescope, every variant set graded, the forged-score attacks
+# graded again with the scan off, the Slurm cluster); `make test-long` runs just those. CI
+# (.ci/run) runs both, in that order.
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PYTEST = $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 test: lint

@@ -42,7 +42,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the autograder and the varian
 
 from copydetect import compare_files  # noqa: E402
 
-from autograder.course import config, notebooks  # noqa: E402
+from autograder.course import config, notebooks, spec  # noqa: E402
 from autograder.tools import similarity  # noqa: E402
 
 SETS = {"1_gru": "gru", "2_additive_attention": "attention", "3_transformer": "transformer",
@@ -65,9 +65,9 @@ def solution_cells(name: str) -> tuple[dict[str, str], dict[str, list[str]]]:
     nb = notebooks.read(ROOT / "solutions" / "a3" / f"{name}.ipynb")
     cells, regions = {}, {}
     for cell in nb.cells:
-        if cell.cell_type == "code" and notebooks.is_solution(cell):
-            gid = notebooks.grade_id(cell)
-            cells[gid] = notebooks.without_markers(cell.source)
+        if cell.cell_type == "code" and spec.is_solution(cell):
+            gid = spec.grade_id(cell)
+            cells[gid] = spec.without_markers(cell.source)
             regions[gid] = [line for r in notebooks.regions(cell).solutions for line in r]
     return cells, regions
 
@@ -138,8 +138,8 @@ def make_class(root: Path, name: str, n: int, seed: int = 0) -> tuple[config.Cou
         nb = released.copy()
         nb.cells = [c.copy() for c in released.cells]
         for cell in nb.cells:
-            if notebooks.grade_id(cell) in answers[student]:
-                cell.source = answers[student][notebooks.grade_id(cell)]
+            if spec.grade_id(cell) in answers[student]:
+                cell.source = answers[student][spec.grade_id(cell)]
         path = course.grader_dir / "submitted" / student / "a3" / f"{name}.ipynb"
         notebooks.write(nb, path)
     return course, copies

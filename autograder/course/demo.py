@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from autograder.course.config import Course
 from autograder.course.nbgrader_dir import GradingDir
 
@@ -68,9 +68,9 @@ class Sources:
     def solution_cells(self, name: str) -> list[str]:
         """Grade ids of the code cells a student completes, in notebook order."""
         return [
-            notebooks.grade_id(c)
+            spec.grade_id(c)
             for c in self.released[name].cells
-            if notebooks.is_solution(c) and c.cell_type == "code"
+            if spec.is_solution(c) and c.cell_type == "code"
         ]
 
     def solved(
@@ -79,14 +79,14 @@ class Sources:
         """The released notebook with the solution of ``cells`` (default all) put in, and the
         written answers too when ``answers``."""
         nb = nbformat.from_dict(self.released[name])
-        source = notebooks.cells_by_id(self.source[name])
+        source = spec.cells_by_id(self.source[name])
         todo = set(self.solution_cells(name) if cells is None else cells)
         for cell in nb.cells:
-            gid = notebooks.grade_id(cell)
-            if not notebooks.is_solution(cell) or gid not in source:
+            gid = spec.grade_id(cell)
+            if not spec.is_solution(cell) or gid not in source:
                 continue
             if gid in todo or (answers and cell.cell_type == "markdown"):
-                cell.source = notebooks.without_markers(source[gid].source)
+                cell.source = spec.without_markers(source[gid].source)
         return nb
 
 
@@ -115,7 +115,7 @@ def _broken_first_cell(src: Sources, prefix: str) -> NotebookNode:
     first = src.solution_cells(name)[:1]
     nb = src.solved(name, cells=first, answers=False)
     for cell in nb.cells:
-        if notebooks.grade_id(cell) in first:
+        if spec.grade_id(cell) in first:
             cell.source = prefix + cell.source
     return nb
 
@@ -153,14 +153,14 @@ def loop(src: Sources) -> Files:
 
 def tampered(src: Sources) -> Files:
     nb = src.solved(src.names[0])
-    test = next(c for c in nb.cells if notebooks.is_test(c))
+    test = next(c for c in nb.cells if spec.is_test(c))
     test.source = NO_CHECK
     return _all(src, nb)
 
 
 def deleted(src: Sources) -> Files:
     nb = src.solved(src.names[0])
-    nb.cells = [c for c in nb.cells if not notebooks.is_test(c)]
+    nb.cells = [c for c in nb.cells if not spec.is_test(c)]
     return _all(src, nb)
 
 

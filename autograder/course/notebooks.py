@@ -1,14 +1,6 @@
-"""Reading and writing notebooks, and what their nbgrader cell metadata means.
-
-A cell's nbgrader metadata (``cell.metadata.nbgrader``) says what it is:
-
-    solution: true                         a cell the student completes (code or written answer)
-    grade: true, points: n                 a graded cell: a test (code) or a written answer
-    locked: true                           students may not edit it (setup cell, tests)
-    grade_id: str                          the cell's name, unique in its notebook
-
-An *autograded test* is a graded code cell that is not a solution; a *written answer* is a
-graded markdown solution cell, scored by hand in formgrader.
+"""Reading and writing notebooks (atomically), and the regions of a cell's source that a
+release keeps or removes. What a cell *is* (its nbgrader metadata and the course's tags) is
+``spec.py``'s.
 """
 
 from __future__ import annotations
@@ -21,11 +13,13 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-BEGIN_SOLUTION = "BEGIN SOLUTION"
-END_SOLUTION = "END SOLUTION"
-BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
-END_HIDDEN = "END HIDDEN TESTS"
-MARKERS = (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN)
+from autograder.course.spec import (
+    BEGIN_HIDDEN,
+    BEGIN_SOLUTION,
+    END_HIDDEN,
+    END_SOLUTION,
+    is_solution,
+)
 
 # The error a cell past its time limit shows: the name of nbclient's exception, as nbgrader
 # writes it; grading's own notebook time limit and the release checks write the same.
@@ -59,42 +53,6 @@ def write_bytes(path: Path | str, data: bytes) -> None:
         raise
 
 
-def meta(cell: NotebookNode) -> dict:
-    """The cell's nbgrader metadata (empty for a plain cell)."""
-    value = cell.get("metadata", {}).get("nbgrader", {})
-    return value if isinstance(value, dict) else {}
-
-
-def grade_id(cell: NotebookNode) -> str | None:
-    return meta(cell).get("grade_id")
-
-
-def is_solution(cell: NotebookNode) -> bool:
-    return bool(meta(cell).get("solution"))
-
-
-def is_grade(cell: NotebookNode) -> bool:
-    return bool(meta(cell).get("grade"))
-
-
-def is_locked(cell: NotebookNode) -> bool:
-    return bool(meta(cell).get("locked"))
-
-
-def is_test(cell: NotebookNode) -> bool:
-    """An autograded test: a graded code cell that is not a solution."""
-    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
-
-
-def is_protected(cell: NotebookNode) -> bool:
-    """A code cell the student must not change: a test or a locked cell (e.g. setup)."""
-    return cell.cell_type == "code" and (is_test(cell) or is_locked(cell))
-
-
-def points(cell: NotebookNode) -> float:
-    return float(meta(cell).get("points", 0) or 0)
-
-
 def cell_error(cell: NotebookNode, width: int = 300) -> str | None:
     """``ename: evalue`` of the first error a cell's outputs hold (at most ``width``
     characters), or None: how the release and the canary name what a cell raised."""
@@ -104,16 +62,6 @@ def cell_error(cell: NotebookNode, width: int = 300) -> str | None:
     return None
 
 
-def cells_by_id(nb: NotebookNode) -> dict[str, NotebookNode]:
-    """The nbgrader cells of ``nb`` by grade id (the first one when an id repeats)."""
-    found: dict[str, NotebookNode] = {}
-    for cell in nb.cells:
-        gid = grade_id(cell)
-        if gid is not None and gid not in found:
-            found[gid] = cell
-    return found
-
-
 def strip_outputs(nb: NotebookNode) -> NotebookNode:
     """Remove outputs and execution counts in place; return ``nb``."""
     for cell in nb.cells:
@@ -121,11 +69,6 @@ def strip_outputs(nb: NotebookNode) -> NotebookNode:
             cell.outputs = []
             cell.execution_count = None
     return nb
-
-
-def without_markers(source: str) -> str:
-    """``source`` without its solution and hidden-test marker lines (the answer kept)."""
-    return "\n".join(line for line in source.split("\n") if not any(m in line for m in MARKERS))
 
 
 @dataclass(frozen=True)
@@ -161,12 +104,3 @@ def regions(cell: NotebookNode) -> Regions:
     if is_solution(cell) and not any(BEGIN_SOLUTION in line for line in lines):
         solutions, public = [lines], []
     return Regions(solutions, hidden, public)
-
-
-@dataclass(frozen=True)
-class GradedCell:
-    """One graded cell of an assignment notebook: a test (``auto``) or a written answer."""
-
-    grade_id: str
-    points: float
-    auto: bool

@@ -24,7 +24,15 @@ cells define (:func:`answer_names`); a check's ``course``
 (``course_lib.grading.judging.Course``) is that code built afresh in the kernel, around the
 student's answers alone.
 
-Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
+What a cell is: its nbgrader metadata (``cell.metadata.nbgrader``)
+
+    solution: true                         a cell the student completes (code or written answer)
+    grade: true, points: n                 a graded cell: a test (code) or a written answer
+    locked: true                           students may not edit it (setup cell, tests)
+    grade_id: str                          the cell's name, unique in its notebook
+
+An *autograded test* is a graded code cell that is not a solution; a *written answer* is a
+graded markdown solution cell, scored by hand in formgrader. Cell tags (``cell.metadata.tags``): ``judge`` marks a judge cell; ``instructor`` marks any
 other instructor-only cell (a reference answer or result): both are removed from what
 nbgrader, the release and students ever see. ``skip_in_grading`` marks given code the tests
 do not need (training, plots, results): a grading run (and the release checks and variants,
@@ -41,9 +49,77 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import nbformat
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+# --- what a cell is: nbgrader's metadata, the course's tags --------------------------------
+
+BEGIN_SOLUTION = "BEGIN SOLUTION"
+END_SOLUTION = "END SOLUTION"
+BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
+END_HIDDEN = "END HIDDEN TESTS"
+MARKERS = (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN)
+
+
+def meta(cell: NotebookNode) -> dict:
+    """The cell's nbgrader metadata (empty for a plain cell)."""
+    value = cell.get("metadata", {}).get("nbgrader", {})
+    return value if isinstance(value, dict) else {}
+
+
+def grade_id(cell: NotebookNode) -> str | None:
+    return meta(cell).get("grade_id")
+
+
+def is_solution(cell: NotebookNode) -> bool:
+    return bool(meta(cell).get("solution"))
+
+
+def is_grade(cell: NotebookNode) -> bool:
+    return bool(meta(cell).get("grade"))
+
+
+def is_locked(cell: NotebookNode) -> bool:
+    return bool(meta(cell).get("locked"))
+
+
+def is_test(cell: NotebookNode) -> bool:
+    """An autograded test: a graded code cell that is not a solution."""
+    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
+
+
+def is_protected(cell: NotebookNode) -> bool:
+    """A code cell the student must not change: a test or a locked cell (e.g. setup)."""
+    return cell.cell_type == "code" and (is_test(cell) or is_locked(cell))
+
+
+def points(cell: NotebookNode) -> float:
+    return float(meta(cell).get("points", 0) or 0)
+
+
+def cells_by_id(nb: NotebookNode) -> dict[str, NotebookNode]:
+    """The nbgrader cells of ``nb`` by grade id (the first one when an id repeats)."""
+    found: dict[str, NotebookNode] = {}
+    for cell in nb.cells:
+        gid = grade_id(cell)
+        if gid is not None and gid not in found:
+            found[gid] = cell
+    return found
+
+
+def without_markers(source: str) -> str:
+    """``source`` without its solution and hidden-test marker lines (the answer kept)."""
+    return "\n".join(line for line in source.split("\n") if not any(m in line for m in MARKERS))
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    """One graded cell of an assignment notebook: a test (``auto``) or a written answer."""
+
+    grade_id: str
+    points: float
+    auto: bool
+
 
 JUDGE_TAG = "judge"
 INSTRUCTOR_TAG = "instructor"
@@ -66,7 +142,7 @@ def is_instructor_only(cell: NotebookNode) -> bool:
 
 def without_instructor_cells(nb: NotebookNode) -> NotebookNode:
     """A copy of ``nb`` without its instructor-only cells (what nbgrader gets as source)."""
-    copy = notebooks.nbformat.from_dict(nb)
+    copy = nbformat.from_dict(nb)
     copy.cells = [c for c in copy.cells if not is_instructor_only(c)]
     return copy
 
@@ -101,7 +177,7 @@ class Spec:
     judges: tuple[JudgeCell, ...]
     skip: tuple[str, ...] = ()  # the code of the cells tagged skip_in_grading (normalised)
     # every graded cell (tests and written answers) with its points: what the notebook is worth
-    graded: tuple[notebooks.GradedCell, ...] = ()
+    graded: tuple[GradedCell, ...] = ()
     course: str = ""  # the definitions of its given code cells (a check's ``course``)
     answers: tuple[str, ...] = ()  # the names its answer cells define
 
@@ -130,7 +206,7 @@ class Spec:
                 f"the judge spec of {data['name']} was written by an older version of the "
                 "grader: run make grade once (it writes every spec again)"
             )
-        graded = tuple(notebooks.GradedCell(**g) for g in data["graded"])
+        graded = tuple(GradedCell(**g) for g in data["graded"])
         return cls(
             data["name"],
             tests,
@@ -292,8 +368,8 @@ def is_given_code(cell: NotebookNode) -> bool:
         cell.cell_type == "code"
         and not is_instructor_only(cell)
         and SKIP_TAG not in tags(cell)
-        and not notebooks.is_solution(cell)
-        and not notebooks.is_grade(cell)
+        and not is_solution(cell)
+        and not is_grade(cell)
     )
 
 
@@ -335,7 +411,7 @@ def given_definitions(source: str, known: set[str] | None = None) -> str:
 def answer_names(source: str) -> list[str]:
     """The names an answer cell defines at its top level (classes, functions, assignments)."""
     try:
-        tree = ast.parse(notebooks.without_markers(source))
+        tree = ast.parse(without_markers(source))
     except SyntaxError:
         return []
     found = []
@@ -362,17 +438,17 @@ def spec_of(nb: NotebookNode, name: str) -> Spec:
             skip.append(normalised(cell.source))
         if is_given_code(cell):
             given.append(given_definitions(cell.source, defined))
-        elif cell.cell_type == "code" and notebooks.is_solution(cell):
+        elif cell.cell_type == "code" and is_solution(cell):
             answers += answer_names(cell.source)
-        if notebooks.is_test(cell):
-            current = notebooks.grade_id(cell)
-            tests[current] = Test(current, notebooks.points(cell), graded_source(cell))
+        if is_test(cell):
+            current = grade_id(cell)
+            tests[current] = Test(current, points(cell), graded_source(cell))
         elif is_judge(cell):
             judges.append(JudgeCell(current, cell.source, i))
     graded = tuple(
-        notebooks.GradedCell(notebooks.grade_id(c), notebooks.points(c), c.cell_type == "code")
+        GradedCell(grade_id(c), points(c), c.cell_type == "code")
         for c in nb.cells
-        if notebooks.is_grade(c) and notebooks.grade_id(c)
+        if is_grade(c) and grade_id(c)
     )
     course = "".join(given)
     answers_found = tuple(dict.fromkeys(answers))
@@ -423,19 +499,17 @@ def verdict_text(verdict: TestVerdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def annotate(path: Path, verdicts: dict[str, TestVerdict]) -> None:
-    """Rewrite the graded notebook at ``path``: each test cell shows its verdict (what the
+def annotate(nb: NotebookNode, verdicts: dict[str, TestVerdict]) -> None:
+    """Each test cell of the graded notebook ``nb`` shows its verdict, in place (what the
     feedback and the formgrader display)."""
-    nb = notebooks.read(path)
     for cell in nb.cells:
-        verdict = verdicts.get(notebooks.grade_id(cell)) if notebooks.is_test(cell) else None
+        verdict = verdicts.get(grade_id(cell)) if is_test(cell) else None
         if verdict is None:
             continue
         kept = list(cell.get("outputs", []))
         text = verdict_text(verdict)
-        kept.append(notebooks.nbformat.v4.new_output("stream", name="stdout", text=text))
+        kept.append(nbformat.v4.new_output("stream", name="stdout", text=text))
         cell.outputs = kept
-    notebooks.write(nb, path)
 
 
 # --- specs on disk ------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 
-from autograder.course import notebooks, spec
+from autograder.course import spec
 from autograder.course.config import Course
 from autograder.reports import report
 
@@ -60,7 +60,7 @@ def tests(specs: dict[str, spec.Spec], mine: dict[str, report.Row], worker: dict
 def test(
     number: str,
     nb_spec: spec.Spec,
-    cell: notebooks.GradedCell,
+    cell: spec.GradedCell,
     row: report.Row,
     verdicts: dict[str, spec.TestVerdict] | None,
 ) -> dict:

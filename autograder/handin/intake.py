@@ -46,7 +46,7 @@ from nbformat import NotebookNode
 
 from autograder.course import notebooks
 from autograder.course.nbgrader_dir import GradingDir
-from autograder.course.spec import normalised
+from autograder.course.spec import cells_by_id, grade_id, is_locked, is_solution, normalised
 from autograder.handin import tamper
 from autograder.handin.collect import LMS_FILE
 from autograder.handin.restore import Earlier, cell_record, check_and_restore, install_graded_forms
@@ -162,12 +162,12 @@ def _repair_ids(raw: dict) -> None:
 def similarity(nb: NotebookNode, released: NotebookNode) -> float:
     """Share of ``released``'s identifying content found in ``nb``: its grade ids, or the
     sources of its locked and markdown cells (for a notebook whose metadata was lost)."""
-    ids = {notebooks.grade_id(c) for c in released.cells} - {None}
-    have_ids = {notebooks.grade_id(c) for c in nb.cells}
+    ids = {grade_id(c) for c in released.cells} - {None}
+    have_ids = {grade_id(c) for c in nb.cells}
     texts = {
         normalised(c.source)
         for c in released.cells
-        if (notebooks.is_locked(c) or c.cell_type == "markdown") and not notebooks.is_solution(c)
+        if (is_locked(c) or c.cell_type == "markdown") and not is_solution(c)
     } - {""}
     have_texts = {normalised(c.source) for c in nb.cells}
     by_id = len(ids & have_ids) / len(ids) if ids else 0.0
@@ -246,7 +246,7 @@ def history_path(gdir: GradingDir) -> Path:
 def release_record(released: dict[str, NotebookNode]) -> dict[str, dict[str, dict]]:
     """The record of one release: notebook -> grade id -> ``restore.cell_record``."""
     return {
-        name: {gid: cell_record(c) for gid, c in notebooks.cells_by_id(nb).items()}
+        name: {gid: cell_record(c) for gid, c in cells_by_id(nb).items()}
         for name, nb in sorted(released.items())
     }
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+from autograder.course import spec
 from autograder.course.spec import normalised
 
 KEYS = ("grade", "solution", "locked", "points")  # nbgrader metadata a student cannot change
@@ -34,8 +34,8 @@ KEYS = ("grade", "solution", "locked", "points")  # nbgrader metadata a student 
 def cell_record(cell: NotebookNode) -> dict:
     """What a release fixes of an nbgrader cell: its type, its nbgrader metadata (``KEYS``)
     and, for a test or locked code cell, the SHA-256 of its source (lines right-stripped)."""
-    record = {"type": cell.cell_type, "nbgrader": {k: notebooks.meta(cell).get(k) for k in KEYS}}
-    if notebooks.is_protected(cell):
+    record = {"type": cell.cell_type, "nbgrader": {k: spec.meta(cell).get(k) for k in KEYS}}
+    if spec.is_protected(cell):
         record["source"] = hashlib.sha256(normalised(cell.source).encode()).hexdigest()
     return record
 
@@ -99,7 +99,7 @@ def check_and_restore(
 
     The source of every locked and test cell is then put back by :func:`install_graded_forms`.
     Each step is one pass over the cells (a few for the cells to put back)."""
-    ours = {notebooks.grade_id(c): c for c in released.cells if notebooks.grade_id(c)}
+    ours = {spec.grade_id(c): c for c in released.cells if spec.grade_id(c)}
     found = _Findings(earlier)
     found.notes += _give_back_metadata(nb, released, ours)
     found.problems += _keep_one_of_copies(nb, ours)
@@ -119,16 +119,16 @@ def _give_back_metadata(
 ) -> list[str]:
     """Give the released metadata back to the cells of ``nb`` that lost it (:class:`_Twins`:
     locked and test cells first); return a note for each."""
-    present = {notebooks.grade_id(c) for c in nb.cells}
+    present = {spec.grade_id(c) for c in nb.cells}
     lost = [gid for gid in ours if gid not in present]
     if not lost:
         return []
     notes = []
     twins = _Twins(nb, released)
-    for gid in sorted(lost, key=lambda g: not notebooks.is_protected(ours[g])):
+    for gid in sorted(lost, key=lambda g: not spec.is_protected(ours[g])):
         twin = twins.find(ours[gid])
         if twin is not None:
-            twin.metadata["nbgrader"] = copy.deepcopy(notebooks.meta(ours[gid]))
+            twin.metadata["nbgrader"] = copy.deepcopy(spec.meta(ours[gid]))
             notes.append(f"cell {gid} had lost its nbgrader metadata: given back")
     return notes
 
@@ -138,7 +138,7 @@ def _keep_one_of_copies(nb: NotebookNode, ours: dict[str, NotebookNode]) -> list
     last) keep its metadata; return a problem for each grade id so duplicated."""
     copies: dict[str, list[NotebookNode]] = {}
     for cell in nb.cells:
-        gid = notebooks.grade_id(cell)
+        gid = spec.grade_id(cell)
         if gid is not None:
             copies.setdefault(gid, []).append(cell)
     problems = []
@@ -158,7 +158,7 @@ def _reset_metadata(
     """Check cell ``index`` of the student's notebook against the release: metadata without a
     grade id or with one the release lacks is removed, changed metadata reset to the release's,
     an edited locked or test cell found (its source is put back by :func:`install_graded_forms`)."""
-    gid = notebooks.grade_id(cell)
+    gid = spec.grade_id(cell)
     if gid is None:
         if "nbgrader" in cell.metadata:  # "locked" without an id: nbgrader ignores it,
             del cell.metadata["nbgrader"]  # the scan reads it (a student's cell)
@@ -168,21 +168,21 @@ def _reset_metadata(
         found.judge(gid, cell, f"cell {gid} is not in the released notebook")
         del cell.metadata["nbgrader"]
         return
-    mine, theirs = notebooks.meta(cell), notebooks.meta(ours[gid])
+    mine, theirs = spec.meta(cell), spec.meta(ours[gid])
     if any(mine.get(k) != theirs.get(k) for k in KEYS) or cell.cell_type != ours[gid].cell_type:
         found.judge(gid, cell, f"changed the nbgrader metadata of cell {gid}")
         cell.metadata["nbgrader"] = copy.deepcopy(theirs)
-    elif notebooks.is_protected(ours[gid]) and not _same(cell, ours[gid]):
+    elif spec.is_protected(ours[gid]) and not _same(cell, ours[gid]):
         found.judge(gid, cell, f"edited locked cell {gid}")
 
 
 def _put_back_deleted(nb: NotebookNode, ours: dict[str, NotebookNode], found: _Findings) -> None:
     """Put every deleted test, locked code cell and written answer back after the cell that
     precedes it in the release (tampering unless a recorded release had no such cell)."""
-    present = {notebooks.grade_id(c) for c in nb.cells}
+    present = {spec.grade_id(c) for c in nb.cells}
     previous: str | None = None
     for gid, cell in ours.items():
-        if gid not in present and (notebooks.is_protected(cell) or notebooks.is_grade(cell)):
+        if gid not in present and (spec.is_protected(cell) or spec.is_grade(cell)):
             if found.earlier.lacked(gid):
                 found.older.append(gid)
             else:
@@ -198,7 +198,7 @@ class _Twins:
 
     def __init__(self, nb: NotebookNode, released: NotebookNode):
         self.nb, self.released = nb, released
-        self.bare = {id(c) for c in nb.cells if not notebooks.meta(c)}
+        self.bare = {id(c) for c in nb.cells if not spec.meta(c)}
         self.by_source: dict[tuple[str, str], NotebookNode] = {}
         for c in nb.cells:
             if id(c) in self.bare:
@@ -206,7 +206,7 @@ class _Twins:
         self.position = {id(c): i for i, c in enumerate(released.cells)}
 
     def find(self, cell: NotebookNode) -> NotebookNode | None:
-        if notebooks.is_protected(cell):
+        if spec.is_protected(cell):
             return self.by_source.get((cell.cell_type, normalised(cell.source)))
         i = self.position[id(cell)]
         if i == 0 or i + 1 >= len(self.released.cells):
@@ -219,28 +219,28 @@ class _Twins:
                 continue
             if _same(cells[k - 1], before) and (
                 _same(cells[k + 1], after)
-                or notebooks.grade_id(cells[k + 1]) == (notebooks.grade_id(after) or False)
+                or spec.grade_id(cells[k + 1]) == (spec.grade_id(after) or False)
             ):
                 return here
         return None
 
 
-def install_graded_forms(nb: NotebookNode, released: NotebookNode, spec) -> None:
+def install_graded_forms(nb: NotebookNode, released: NotebookNode, nb_spec) -> None:
     """Put back, in place, what the student cannot change, from trusted sources: every locked
-    cell becomes the release's cell, every test cell its *graded form* (``spec``: the notebook's
+    cell becomes the release's cell, every test cell its *graded form* (``nb_spec``: the notebook's
     ``spec.Spec``: the test's docstring; the visible checks are for students), and
     an answer whose cell type was changed gets its type back. Call after
     :func:`check_and_restore` (which puts back deleted cells and resets metadata)."""
-    ours = notebooks.cells_by_id(released)
+    ours = spec.cells_by_id(released)
     for index, cell in enumerate(nb.cells):
-        gid = notebooks.grade_id(cell)
+        gid = spec.grade_id(cell)
         theirs = ours.get(gid) if gid is not None else None
         if theirs is None:
             continue
-        if notebooks.is_protected(theirs):
+        if spec.is_protected(theirs):
             new = nbformat.from_dict(copy.deepcopy(theirs))
-            if notebooks.is_test(theirs):
-                new.source = spec.tests[gid].graded_source
+            if spec.is_test(theirs):
+                new.source = nb_spec.tests[gid].graded_source
             if "id" in cell:
                 new.id = cell.id
             else:
@@ -268,7 +268,7 @@ def _insert_after(nb: NotebookNode, grade_id: str | None, cell: NotebookNode) ->
     index = 0
     if grade_id is not None:
         for i, c in enumerate(nb.cells):
-            if notebooks.grade_id(c) == grade_id:
+            if spec.grade_id(c) == grade_id:
                 index = i + 1
         while index < len(nb.cells) and nb.cells[index].get("metadata", {}).get(
             "autograder_restored"

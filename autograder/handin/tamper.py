@@ -89,7 +89,7 @@ from dataclasses import dataclass
 import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
 
-from autograder.course import notebooks
+from autograder.course import spec
 
 RULES = {  # key -> the fixed text of a note (never the student's code)
     "kernel": "reaches the IPython shell or the kernel (get_ipython, ipykernel, zmq, comm)",
@@ -186,9 +186,9 @@ def student_cells(nb: nbformat.NotebookNode) -> list[int]:
 
 
 def _editable(cell: nbformat.NotebookNode) -> bool:
-    if not notebooks.meta(cell):
+    if not spec.meta(cell):
         return True
-    return notebooks.is_solution(cell) and not notebooks.is_locked(cell)
+    return spec.is_solution(cell) and not spec.is_locked(cell)
 
 
 def scan(nb: nbformat.NotebookNode, released: nbformat.NotebookNode | None = None) -> list[Finding]:
@@ -212,8 +212,8 @@ def scan(nb: nbformat.NotebookNode, released: nbformat.NotebookNode | None = Non
                 found.add(Finding(i, 1, "config"))
         for line, rule in checker.cell(tree):
             found.add(Finding(i, line, rule))
-        if notebooks.is_solution(nb.cells[i]):  # an answer cell: the student's own answer
-            allowed = given.get(notebooks.grade_id(nb.cells[i]), set())
+        if spec.is_solution(nb.cells[i]):  # an answer cell: the student's own answer
+            allowed = given.get(spec.grade_id(nb.cells[i]), set())
             for line, name in _delegates(tree, names):
                 if name not in allowed:
                     found.add(Finding(i, line, "delegation"))
@@ -265,10 +265,10 @@ def _given_delegates(
     """The delegates (rule 16) the released answer cells use themselves, by grade id."""
     given: dict[str | None, set[str]] = {}
     for cell in released.cells if released is not None else ():
-        if cell.cell_type == "code" and notebooks.is_solution(cell):
+        if cell.cell_type == "code" and spec.is_solution(cell):
             tree = _read(transformer, cell.source)
             found = {name for _, name in _delegates(tree, names)}
-            given.setdefault(notebooks.grade_id(cell), set()).update(found)
+            given.setdefault(spec.grade_id(cell), set()).update(found)
     return given
 
 

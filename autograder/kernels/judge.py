@@ -23,8 +23,7 @@ from dataclasses import asdict
 
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
-from autograder.course.spec import Spec, TestVerdict, verdicts_to_json
+from autograder.course.spec import Spec, TestVerdict, grade_id, is_test, verdicts_to_json
 
 JUDGE_SECONDS = 300  # every request of one notebook's tests together
 
@@ -81,11 +80,11 @@ def _cell_errors(nb: NotebookNode) -> dict[str, str]:
 
     found = {}
     for cell in nb.cells:
-        if notebooks.is_test(cell):
+        if is_test(cell):
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     name = str(output.get("ename", ""))
-                    found[notebooks.grade_id(cell)] = name if name in KNOWN_ERRORS else "an error"
+                    found[grade_id(cell)] = name if name in KNOWN_ERRORS else "an error"
     return found
 
 

@@ -49,7 +49,7 @@ from autograder.course import demo, nbgrader_dir, notebooks
 from autograder.course.config import Course
 from autograder.course.gradebook import read_scores
 from autograder.course.nbgrader_dir import GradingDir
-from autograder.course.spec import Spec
+from autograder.course.spec import Spec, grade_id
 from autograder.handin import intake
 from autograder.marking import launcher
 
@@ -546,7 +546,7 @@ def given_cell_errors(cdir: GradingDir, name: str) -> list[str]:
     for i, cell in enumerate(nb.cells):
         error = notebooks.cell_error(cell)
         if error:
-            found.append(f"{name} {notebooks.grade_id(cell) or f'cell {i}'} raised {error}")
+            found.append(f"{name} {grade_id(cell) or f'cell {i}'} raised {error}")
     return found
 
 

@@ -59,7 +59,7 @@ from autograder.course.config import REPO_ROOT
 from autograder.course.gradebook import record_verdicts, zero_notebooks
 from autograder.course.limits import Limits
 from autograder.course.nbgrader_dir import GradingDir, load_config
-from autograder.course.spec import annotate, spec_path, verdicts_from_json
+from autograder.course.spec import annotate, grade_id, is_solution, spec_path, verdicts_from_json
 
 # The worker's own address space: nbgrader, the executed notebook (outputs capped at
 # [sandbox] output_kb per cell and 16 MB per notebook), torch and the checks' tensors.
@@ -116,10 +116,10 @@ def inspect(path: Path, skipped: list[int] = ()) -> dict:
         outputs = [] if i in skipped else cell.get("outputs", [])
         errors = [o for o in outputs if o.output_type == "error"]
         if any(o.get("ename") == notebooks.TIMEOUT_ENAME for o in errors):
-            timeouts.append(notebooks.grade_id(cell) or f"cell {i}")
-        elif errors and first_error is None and notebooks.is_solution(cell):
+            timeouts.append(grade_id(cell) or f"cell {i}")
+        elif errors and first_error is None and is_solution(cell):
             first_error = {
-                "cell": notebooks.grade_id(cell) or f"cell {i}",
+                "cell": grade_id(cell) or f"cell {i}",
                 "words": raised_words(str(errors[0].get("ename", ""))),
             }
     return {"timeouts": timeouts, "first_error": first_error}
@@ -308,7 +308,9 @@ def record_student(
     for name, path in graded.items():
         found = verdicts_from_json(result["notebooks"][name]["verdicts"])
         record_verdicts(db_url, assignment, student, name, found)
-        annotate(path, found)
+        graded_nb = notebooks.read(path)
+        annotate(graded_nb, found)
+        notebooks.write(graded_nb, path)
     return True
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from autograder.course.spec import is_instructor_only
 
 # Lines shorter than this (after stripping) are too generic to call a hidden-test leak.
@@ -162,7 +162,7 @@ def distinctive_lines(
     regions of ``sources`` (see the module's docstring)."""
     allowed = {normalised(line) for line in allowed_copies}
     regions = [
-        (SolutionLine(name, notebooks.grade_id(cell) or f"cell {i}"), lines)
+        (SolutionLine(name, spec.grade_id(cell) or f"cell {i}"), lines)
         for name, nb in sources.items()
         for i, cell in enumerate(nb.cells)
         if not is_instructor_only(cell)
@@ -195,7 +195,7 @@ def secret_sentences(source: NotebookNode) -> set[str]:
             continue
         if is_instructor_only(cell):
             text = cell.source
-        elif notebooks.is_solution(cell):
+        elif spec.is_solution(cell):
             text = "\n".join(sum(notebooks.regions(cell).solutions, []))
         else:
             continue

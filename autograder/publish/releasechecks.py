@@ -24,7 +24,17 @@ from nbformat import NotebookNode
 
 from autograder.course import nbgrader_dir, notebooks
 from autograder.course.config import PLACEHOLDERS, REPO_ROOT, Course
-from autograder.course.spec import SKIP_TAG, Spec, is_instructor_only, spec_of, tags
+from autograder.course.spec import (
+    SKIP_TAG,
+    Spec,
+    grade_id,
+    is_grade,
+    is_instructor_only,
+    is_solution,
+    is_test,
+    spec_of,
+    tags,
+)
 from autograder.kernels import judge
 from autograder.publish.leaks import check_no_secrets
 
@@ -56,17 +66,17 @@ def spec_problems(spec: Spec, nb: NotebookNode) -> list[str]:
     for i, cell in enumerate(nb.cells):
         if SKIP_TAG in tags(cell) and (
             cell.cell_type != "code"
-            or notebooks.is_solution(cell)
-            or notebooks.is_grade(cell)
+            or is_solution(cell)
+            or is_grade(cell)
             or is_instructor_only(cell)
         ):
             problems.append(
-                f"{spec.name} {notebooks.grade_id(cell) or f'cell {i}'}: only given code cells "
+                f"{spec.name} {grade_id(cell) or f'cell {i}'}: only given code cells "
                 f"may be tagged {SKIP_TAG} (not answers, tests, judges or markdown)"
             )
-        if notebooks.is_test(cell) and notebooks.regions(cell).hidden:
+        if is_test(cell) and notebooks.regions(cell).hidden:
             problems.append(
-                f"{spec.name} {notebooks.grade_id(cell)}: its hidden region would run in the "
+                f"{spec.name} {grade_id(cell)}: its hidden region would run in the "
                 "student's kernel: put what it checks in the judge cell"
             )
     return problems

@@ -20,7 +20,7 @@ from nbformat import NotebookNode
 
 from autograder.course import notebooks
 from autograder.course.config import Course
-from autograder.course.spec import Spec, TestVerdict
+from autograder.course.spec import Spec, TestVerdict, grade_id, is_solution, is_test, meta
 from autograder.handin import restore
 from autograder.kernels.execute import execute_in_child, read_verdicts
 
@@ -36,10 +36,10 @@ def check_solution_run(name: str, nb: NotebookNode, verdicts: dict[str, TestVerd
     problems = []
     for i, cell in enumerate(nb.cells):
         error = notebooks.cell_error(cell)
-        where = notebooks.grade_id(cell) or f"cell {i}"
+        where = grade_id(cell) or f"cell {i}"
         if error:
             problems.append(f"{name} (solution) {where}: raised {error}")
-        elif notebooks.meta(cell).get("grade") and any(
+        elif meta(cell).get("grade") and any(
             o.output_type == "stream" and o.get("name") == "stderr" for o in cell.get("outputs", [])
         ):
             problems.append(
@@ -63,12 +63,12 @@ def check_blank_run(
     problems = []
     seen_solution = False
     for i, cell in enumerate(nb.cells):
-        gid = notebooks.grade_id(cell) or f"cell {i}"
+        gid = grade_id(cell) or f"cell {i}"
         error = notebooks.cell_error(cell)
-        if not notebooks.is_test(cell) and error:
+        if not is_test(cell) and error:
             if not seen_solution or error.split(":")[0] not in STUB_ERRORS:
                 problems.append(f"{name} (blank) {gid}: given code raised {error}")
-        seen_solution = seen_solution or notebooks.is_solution(cell)
+        seen_solution = seen_solution or is_solution(cell)
     for gid, verdict in (verdicts or {}).items():
         for item in verdict.checks:
             if item["passed"]:
@@ -146,5 +146,5 @@ def cell_seconds(nb: NotebookNode) -> list[tuple[float, str]]:
             idle = datetime.fromisoformat(timing["iopub.status.idle"].replace("Z", "+00:00"))
         except (KeyError, ValueError):
             continue
-        found.append(((idle - busy).total_seconds(), notebooks.grade_id(cell) or f"cell {i}"))
+        found.append(((idle - busy).total_seconds(), grade_id(cell) or f"cell {i}"))
     return found

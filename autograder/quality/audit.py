@@ -47,7 +47,14 @@ from nbformat import NotebookNode
 
 from autograder.course import notebooks
 from autograder.course.config import Course
-from autograder.course.spec import Spec, TestVerdict, spec_of, verdicts_from_json
+from autograder.course.spec import (
+    Spec,
+    TestVerdict,
+    grade_id,
+    spec_of,
+    verdicts_from_json,
+    without_markers,
+)
 from autograder.kernels import sharedkernel
 from autograder.quality import mutants, variants
 
@@ -327,10 +334,10 @@ def _plan(
         if fresh or not found:
             continue
         base = _base_notebook(solution, spec)
-        at = next(i for i, c in enumerate(base.cells) if notebooks.grade_id(c) == answer.cell)
+        at = next(i for i, c in enumerate(base.cells) if grade_id(c) == answer.cell)
         for batch in _batches(entry.outcomes, workers):
             versions = [
-                {"id": o.mutant.id, "sources": {at: notebooks.without_markers(o.mutant.source)}}
+                {"id": o.mutant.id, "sources": {at: without_markers(o.mutant.source)}}
                 for o in batch
             ]
             job = sharedkernel.job(spec, base, versions, course.audit.cell_timeout)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+from autograder.course import spec
 from autograder.quality.mutation_operators import OPERATOR_FUNCTIONS, OPERATORS
 from autograder.quality.mutation_scope import Scope
 
@@ -75,9 +75,9 @@ def region_lines(source: str) -> list[tuple[int, int]]:
     """The solution regions of a cell: (first, last) line numbers (1-based) of their code."""
     found, start = [], None
     for number, line in enumerate(source.split("\n"), start=1):
-        if notebooks.BEGIN_SOLUTION in line:
+        if spec.BEGIN_SOLUTION in line:
             start = number + 1
-        elif notebooks.END_SOLUTION in line and start is not None:
+        elif spec.END_SOLUTION in line and start is not None:
             if number - 1 >= start:
                 found.append((start, number - 1))
             start = None
@@ -239,9 +239,9 @@ def answers(nb: NotebookNode, name: str) -> list[Answer]:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        if notebooks.is_solution(cell) and region_lines(cell.source):
-            current = {"cell": notebooks.grade_id(cell), "source": cell.source, "tests": []}
+        if spec.is_solution(cell) and region_lines(cell.source):
+            current = {"cell": spec.grade_id(cell), "source": cell.source, "tests": []}
             found.append(current)
-        elif notebooks.is_test(cell) and current is not None:
-            current["tests"].append(notebooks.grade_id(cell))
+        elif spec.is_test(cell) and current is not None:
+            current["tests"].append(spec.grade_id(cell))
     return [Answer(name, a["cell"], a["source"], tuple(a["tests"])) for a in found if a["tests"]]

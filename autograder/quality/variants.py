@@ -37,9 +37,14 @@ from autograder.course import notebooks
 from autograder.course.spec import (
     Spec,
     TestVerdict,
+    grade_id,
+    is_solution,
+    is_test,
+    meta,
     spec_of,
     verdicts_from_json,
     without_instructor_cells,
+    without_markers,
 )
 from autograder.kernels import sharedkernel
 from autograder.kernels.execute import execute_in_child, read_verdicts
@@ -85,20 +90,20 @@ def student_notebook(
     nb = without_instructor_cells(solution)
     pending = list(variant.edits)
     for cell in nb.cells:
-        gid = notebooks.grade_id(cell)
+        gid = grade_id(cell)
         for edit in [e for e in pending if e[0] == gid]:
             if edit[1] not in cell.source:
                 raise ValueError(f"variant {variant.name}: {edit[1]!r} is not in answer {gid}")
             cell.source = cell.source.replace(edit[1], edit[2])
             pending.remove(edit)
-        if notebooks.is_solution(cell):
-            cell.source = notebooks.without_markers(cell.source)
-        elif notebooks.is_test(cell):
+        if is_solution(cell):
+            cell.source = without_markers(cell.source)
+        elif is_test(cell):
             cell.source = spec.tests[gid].graded_source
     if pending:
         raise ValueError(f"variant {variant.name}: no answer cell {pending[0][0]}")
     if skip_plain:
-        nb.cells = [c for c in nb.cells if c.cell_type != "code" or notebooks.meta(c)]
+        nb.cells = [c for c in nb.cells if c.cell_type != "code" or meta(c)]
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

@@ -46,7 +46,7 @@ from pathlib import Path
 from markupsafe import Markup
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from autograder.course.gradebook import Marks, read_marks
 from autograder.course.nbgrader_dir import GradingDir
 from autograder.course.spec import Spec, docstring_lines
@@ -93,23 +93,23 @@ def _docstring(source: str) -> str:
 
 def material(gdir: GradingDir, name: str) -> Material:
     """The tests (from the judge spec) and written answers (from the release) of ``name``."""
-    spec = Spec.from_json((gdir.judges / f"{name}.json").read_text())
+    nb_spec = Spec.from_json((gdir.judges / f"{name}.json").read_text())
     checks = {
-        gid: "\n\n".join(j.source for j in spec.judges if j.test == gid) for gid in spec.tests
+        gid: "\n\n".join(j.source for j in nb_spec.judges if j.test == gid) for gid in nb_spec.tests
     }
     tests = tuple(
         Test(t.grade_id, t.points, _docstring(t.graded_source), checks[t.grade_id])
-        for t in spec.tests.values()
+        for t in nb_spec.tests.values()
     )
     released = notebooks.read(gdir.release / f"{name}.ipynb")
     written, code = [], []
     previous: NotebookNode | None = None
     for cell in released.cells:
-        gid = notebooks.grade_id(cell)
-        if cell.cell_type == "markdown" and notebooks.is_grade(cell) and gid:
+        gid = spec.grade_id(cell)
+        if cell.cell_type == "markdown" and spec.is_grade(cell) and gid:
             question = previous.source if previous is not None else ""
-            written.append(Written(gid, notebooks.points(cell), render_markdown(question)))
-        elif cell.cell_type == "code" and notebooks.is_solution(cell) and gid:
+            written.append(Written(gid, spec.points(cell), render_markdown(question)))
+        elif cell.cell_type == "code" and spec.is_solution(cell) and gid:
             code.append(gid)
         if cell.cell_type == "markdown":
             previous = cell
@@ -149,9 +149,9 @@ def written_answers(nb: NotebookNode | None) -> dict[str, tuple[str, dict]]:
     if nb is None:
         return {}
     return {
-        notebooks.grade_id(c): (_text(c.get("source")), dict(c.get("attachments") or {}))
+        spec.grade_id(c): (_text(c.get("source")), dict(c.get("attachments") or {}))
         for c in nb.cells
-        if c.cell_type == "markdown" and notebooks.is_grade(c) and notebooks.grade_id(c)
+        if c.cell_type == "markdown" and spec.is_grade(c) and spec.grade_id(c)
     }
 
 
@@ -179,8 +179,8 @@ def own_results(
         outputs, ran = own.get(index, ([], False))
         pending += [NotebookNode(output_type=RERUN)] if ran and outputs else []
         pending += outputs
-        gid = notebooks.grade_id(cell)
-        if cell.cell_type == "markdown" and notebooks.is_grade(cell) and gid:
+        gid = spec.grade_id(cell)
+        if cell.cell_type == "markdown" and spec.is_grade(cell) and gid:
             found[gid], pending = pending, []
     return found
 

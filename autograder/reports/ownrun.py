@@ -40,7 +40,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+from autograder.course import spec
 from autograder.reports import gradernotes, safehtml, sanitise
 
 KEY = "a3_own_outputs"  # staged cell metadata: the handed-in outputs, bounded, not parsed
@@ -108,37 +108,33 @@ def _raw_cells(path: Path) -> list[dict]:
     return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
 
 
-def tagged(cell: NotebookNode, spec) -> bool:
+def tagged(cell: NotebookNode, nb_spec) -> bool:
     """Whether ``cell`` is one the course tagged ``skip_in_grading`` (as released, or changed:
     the student's copy keeps the tag)."""
-    from autograder.course.spec import SKIP_TAG
-
-    if cell.get("cell_type") != "code" or notebooks.grade_id(cell):
+    if cell.get("cell_type") != "code" or spec.grade_id(cell):
         return False
     tags = cell.get("metadata", {}).get("tags")
-    return spec.skips(cell) or (isinstance(tags, list) and SKIP_TAG in tags)
+    return nb_spec.skips(cell) or (isinstance(tags, list) and spec.SKIP_TAG in tags)
 
 
-def attach(nb: NotebookNode, handed_in: Path, spec) -> int:
+def attach(nb: NotebookNode, handed_in: Path, nb_spec) -> int:
     """Keep in ``nb`` (a staged notebook) the handed-in outputs of its tagged cells, bounded;
-    return how many cells got some. ``spec``: the notebook's ``spec.Spec``."""
-    from autograder.course.spec import normalised
-
+    return how many cells got some. ``nb_spec``: the notebook's ``spec.Spec``."""
     by_id: dict[str, tuple[str, list]] = {}
     queues: dict[str, list[list]] = {}
     for raw in _raw_cells(handed_in):
         if raw.get("cell_type") != "code" or not isinstance(raw.get("outputs"), list):
             continue
-        code = normalised(raw.get("source", ""))
+        code = spec.normalised(raw.get("source", ""))
         queues.setdefault(code, []).append(raw["outputs"])
         if isinstance(raw.get("id"), str):
             by_id.setdefault(raw["id"], (code, raw["outputs"]))
     budget, count = NOTEBOOK_CHARS, 0
     for cell in nb.cells:
         cell.get("metadata", {}).pop(KEY, None)
-        if not tagged(cell, spec):
+        if not tagged(cell, nb_spec):
             continue
-        code = normalised(cell.source)
+        code = spec.normalised(cell.source)
         same = by_id.get(cell.get("id"))
         if same is not None and same[0] == code:
             found = same[1]

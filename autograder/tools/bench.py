@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.course import config, demo, nbgrader_dir, notebooks
+from autograder.course import config, demo, nbgrader_dir, notebooks, spec
 from autograder.course.config import Course
 from autograder.marking import canary, grading
 from autograder.marking.records import Records
@@ -106,7 +106,7 @@ def kernel_floor(course: Course, gdir: nbgrader_dir.GradingDir) -> float:
     with tempfile.TemporaryDirectory(prefix="grade-floor-") as tmp:
         for name in course.notebooks():
             nb = notebooks.read(gdir.source / f"{name}.ipynb")
-            nb.cells = [c for c in nb.cells if notebooks.grade_id(c) == "setup"]
+            nb.cells = [c for c in nb.cells if spec.grade_id(c) == "setup"]
             src, dst = Path(tmp) / f"{name}.ipynb", Path(tmp) / f"{name}.out.ipynb"
             notebooks.write(nb, src)
             start = time.perf_counter()

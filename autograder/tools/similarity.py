@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from nbformat import NotebookNode
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from autograder.course.config import Course, SimilaritySettings
 from autograder.course.nbgrader_dir import STUDENT_ID
 from autograder.handin import intake
@@ -88,9 +88,9 @@ def released_notebooks(course: Course) -> dict[str, NotebookNode]:
 def answer_ids(released: NotebookNode) -> list[str]:
     """The grade ids of ``released``'s answer cells (code cells marked ``solution: true``)."""
     return [
-        notebooks.grade_id(c)
+        spec.grade_id(c)
         for c in released.cells
-        if c.cell_type == "code" and notebooks.is_solution(c) and notebooks.grade_id(c)
+        if c.cell_type == "code" and spec.is_solution(c) and spec.grade_id(c)
     ]
 
 
@@ -111,8 +111,8 @@ def answer_cells(nb: NotebookNode, ids: list[str]) -> list[tuple[str, str]]:
     <grade id>`` (``cell <number>`` for a cell whose grade id is not an answer's)."""
     found = []
     for i, cell in enumerate(nb.cells):
-        gid = notebooks.grade_id(cell)
-        if cell.cell_type == "code" and (notebooks.is_solution(cell) or gid in ids):
+        gid = spec.grade_id(cell)
+        if cell.cell_type == "code" and (spec.is_solution(cell) or gid in ids):
             source = cell.source if isinstance(cell.source, str) else ""
             label = gid if isinstance(gid, str) and gid in ids else str(i + 1)
             found.append((f"cell {label}", source))

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import config, notebooks
+from autograder.course import config, notebooks, spec
 from autograder.kernels import execute
 from course_lib import results
 from helpers import ROOT
@@ -30,7 +30,7 @@ NAMES = COURSE.notebooks()  # every notebook of the course
 
 def _setup_source(name: str) -> str:
     nb = notebooks.read(ROOT / "solutions" / "a3" / f"{name}.ipynb")
-    setup = next(c for c in nb.cells if notebooks.grade_id(c) == "setup")
+    setup = next(c for c in nb.cells if spec.grade_id(c) == "setup")
     return COURSE.stamp(setup.source)
 
 

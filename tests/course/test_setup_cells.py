@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from helpers import ROOT
 
 SOLUTIONS = sorted((ROOT / "solutions" / "a3").glob("*.ipynb"))
@@ -28,7 +28,7 @@ RELEASED = sorted((ROOT / "assignments" / "a3").glob("*.ipynb"))
 
 def _setup_source(path: Path) -> str:
     nb = notebooks.read(path)
-    (cell,) = [c for c in nb.cells if notebooks.grade_id(c) == "setup"]
+    (cell,) = [c for c in nb.cells if spec.grade_id(c) == "setup"]
     return cell.source
 
 

@@ -28,7 +28,7 @@ from nbformat.v4 import new_code_cell
 from test_sandbox import TOML as SANDBOX_TOML
 from test_sandbox import course_notebooks as sandbox_course
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from autograder.handin import tamper
 from autograder.reports import report
 from helpers import ENV, ROOT, course_sources, grades, make_course, student_record
@@ -274,7 +274,7 @@ def _submission(released, answer: str, extra: str = "") -> nbformat.NotebookNode
     """The released notebook with ``answer`` in the answer cell and ``extra`` in a cell of its
     own after it (printing ``RAN`` at its end, so the tests know it ran through)."""
     nb = nbformat.from_dict(released)
-    index = next(i for i, c in enumerate(nb.cells) if notebooks.grade_id(c) == "attention_weights")
+    index = next(i for i, c in enumerate(nb.cells) if spec.grade_id(c) == "attention_weights")
     nb.cells[index].source = textwrap.dedent(answer).strip() + "\n"
     if extra:
         code = textwrap.dedent(extra).strip() + f"\nprint({RAN!r})\n"

@@ -50,7 +50,7 @@ import nbformat
 import pytest
 from browser import Browser
 
-from autograder.course import nbgrader_dir, notebooks
+from autograder.course import nbgrader_dir, notebooks, spec
 from helpers import autograder, course_sources, make_course
 
 pytestmark = pytest.mark.slow
@@ -123,7 +123,7 @@ def hostile(nb: nbformat.NotebookNode, beacon: Beacon) -> nbformat.NotebookNode:
     """The solved 1_sums with every payload in it (still full marks)."""
     js = beacon.js
     for cell in nb.cells:
-        if notebooks.grade_id(cell) == "why_commutative":  # the written answer
+        if spec.grade_id(cell) == "why_commutative":  # the written answer
             cell.source += (
                 f"\n\n<script>{js('md-script')}</script>\n\n"
                 f'<img src=x onerror="{js("md-img")}">\n\n'

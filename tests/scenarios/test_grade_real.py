@@ -13,7 +13,7 @@ import time
 import pytest
 
 from autograder.course import config, demo, nbgrader_dir, notebooks
-from autograder.course.spec import spec_of
+from autograder.course.spec import is_solution, spec_of
 from helpers import ROOT, autograder, grades, make_course
 
 # ---------------------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def test_real_demo_class(real_demo):
     sources = {n: notebooks.read(course.solutions_dir / f"{n}.ipynb") for n in names}
     specs = {n: spec_of(nb, n) for n, nb in sources.items()}
     cells = {
-        n: sum(notebooks.is_solution(c) and c.cell_type == "code" for c in nb.cells)
+        n: sum(is_solution(c) and c.cell_type == "code" for c in nb.cells)
         for n, nb in sources.items()
     }
     problems = []

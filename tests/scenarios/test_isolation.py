@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import config, notebooks
+from autograder.course import config, notebooks, spec
 from autograder.course.limits import Limits
 from autograder.kernels import isolation, sandbox
 from helpers import ROOT, course_sources, grades, make_course
@@ -433,7 +433,7 @@ def _class(root: Path, grader: Path | None = None) -> None:
     students = {"honest": {n: src.solved(n) for n in ("1_sums", "2_words")}}
     if grader is not None:
         nb = src.solved("2_words")
-        cell = next(c for c in nb.cells if notebooks.grade_id(c) == "shout")
+        cell = next(c for c in nb.cells if spec.grade_id(c) == "shout")
         paths = [gdir.root / "gradebook.db", root / "solutions" / "a3" / "2_words.ipynb",
                  gdir.source / "2_words.ipynb", gdir.root / "judges" / "a3" / "2_words.json",
                  grader / "autograder" / "marking" / "judge.py"]  # fmt: skip

@@ -34,7 +34,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from autograder.handin import tamper
 from autograder.kernels import sandbox
 from helpers import ENV, ROOT, autograder, course_sources, grades, make_course
@@ -592,7 +592,7 @@ def _attack_notebook(src, name: str) -> nbformat.NotebookNode:
     code, _ = ATTACKS[name]
     body = textwrap.dedent(code).strip()
     nb = nbformat.from_dict(src.released["1_attention"])
-    cell = next(c for c in nb.cells if notebooks.grade_id(c) == "attention_weights")
+    cell = next(c for c in nb.cells if spec.grade_id(c) == "attention_weights")
     if body.startswith("#%% cell\n"):
         nb.cells.insert(nb.cells.index(cell), new_code_cell(body.split("\n", 1)[1]))
         cell.source = ZEROS.strip() + f"\nprint({RAN!r})\n"
@@ -646,7 +646,7 @@ def _hand_in(gdir, student: str, files: dict[str, bytes]) -> None:
 
 def _zeros(src) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(src.released["1_attention"])
-    cell = next(c for c in nb.cells if notebooks.grade_id(c) == "attention_weights")
+    cell = next(c for c in nb.cells if spec.grade_id(c) == "attention_weights")
     cell.source = ZEROS.strip() + "\n"
     return nb
 
@@ -658,7 +658,7 @@ def attacked(tmp_path_factory):
     assert sandbox.probe().isolated, f"no sandbox on this machine: {sandbox.probe().reason}"
     root, src, gdir = _course(tmp_path_factory.mktemp("attacks"))
     victim = src.solved("1_attention")
-    answer = next(c for c in victim.cells if notebooks.grade_id(c) == "attention_weights")
+    answer = next(c for c in victim.cells if spec.grade_id(c) == "attention_weights")
     answer.source += "# VICTIM-MARKER-5521\n"
     solved2 = nbformat.writes(src.solved("2_secret")).encode()
     _hand_in(gdir, "victim", {"1_attention.ipynb": nbformat.writes(victim).encode(),

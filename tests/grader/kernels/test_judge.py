@@ -255,13 +255,11 @@ def test_authoring_mistakes_are_found():
         judge.collect_checks(spec_of(broken, "nb"))
 
 
-def test_annotate_shows_the_verdict(tmp_path):
+def test_annotate_shows_the_verdict():
     nb = executed(new_output("stream", name="stdout", text="debugging\n"))
-    path = tmp_path / "graded.ipynb"
-    nbformat.write(nb, path)
     verdicts = judge.judge_notebook(SPEC, nb, local(double=lambda x: x + 1))
-    annotate(path, verdicts)
-    (cell,) = nbformat.read(path, as_version=4).cells
+    annotate(nb, verdicts)
+    (cell,) = nb.cells
     text = cell.outputs[-1].text
     assert "Autograder: 0.25 / 1 points" in text and "LOST" in text and "not doubled" in text
 

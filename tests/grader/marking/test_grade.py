@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from autograder.course import config, nbgrader_dir, notebooks
-from autograder.course.spec import Spec, spec_of
+from autograder.course.spec import GradedCell, Spec, grade_id, spec_of
 from autograder.handin import intake
 from autograder.marking import launcher, worker
 from autograder.reports import ownrun
@@ -176,20 +176,20 @@ def write_edge_class(root: Path) -> None:
     hand_in("bad*id", {"1_sums.ipynb": full1, "2_words.ipynb": full2})
     meta = src.solved("1_sums")
     for cell in meta.cells:
-        if notebooks.grade_id(cell) == "test_add":
+        if grade_id(cell) == "test_add":
             cell.metadata.nbgrader["points"] = 5
-        if notebooks.grade_id(cell) == "test_mul":
+        if grade_id(cell) == "test_mul":
             cell.metadata.nbgrader["grade"] = False
     hand_in("e5-metadata", {"1_sums.ipynb": _dump(meta), "2_words.ipynb": full2})
     dup = src.solved("1_sums")
-    test = next(c for c in dup.cells if notebooks.grade_id(c) == "test_add")
+    test = next(c for c in dup.cells if grade_id(c) == "test_add")
     fake = nbformat.from_dict(test)
     fake.source, fake.id = "pass", "fake"
     dup.cells.insert(0, fake)
     hand_in("e6-duplicate", {"1_sums.ipynb": _dump(dup), "2_words.ipynb": full2})
     stuck = src.solved("1_sums")
     for cell in stuck.cells:
-        if notebooks.grade_id(cell) == "add":
+        if grade_id(cell) == "add":
             cell.source = (
                 "import time\n\nwhile True:  # deaf to interrupts (KeyboardInterrupt)\n"
                 "    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n"
@@ -425,8 +425,8 @@ def test_intake_repairs_what_grading_does_not_need():
 def test_extra_credit_is_shown_apart():
     from autograder.reports import report
 
-    spec = Spec("1_x", {}, (), graded=(notebooks.GradedCell("t", 2.0, True),))
-    extra = Spec("5_x", {}, (), graded=(notebooks.GradedCell("u", 1.0, True),))
+    spec = Spec("1_x", {}, (), graded=(GradedCell("t", 2.0, True),))
+    extra = Spec("5_x", {}, (), graded=(GradedCell("u", 1.0, True),))
     done = report.empty_row("ann", spec)
     done.autograded = 2.0
     bonus = report.empty_row("ann", extra, extra=True)

@@ -102,7 +102,7 @@ def test_the_gru_case_of_the_issue_runs_the_training_cell():
     import nbformat
 
     from autograder.course import notebooks
-    from autograder.course.spec import spec_of, without_instructor_cells
+    from autograder.course.spec import grade_id, spec_of, without_instructor_cells
     from helpers import ROOT
 
     solution = notebooks.read(ROOT / "solutions" / "a3" / "1_gru.ipynb")
@@ -110,7 +110,7 @@ def test_the_gru_case_of_the_issue_runs_the_training_cell():
     nb = without_instructor_cells(solution)
     before = spec.skipped_cells(nb.cells)
     training = next(i for i in before if "HIDDEN_SIZE =" in nb.cells[i].source)
-    answer = next(i for i, c in enumerate(nb.cells) if notebooks.grade_id(c) == "my_gru_cell")
+    answer = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "my_gru_cell")
     cell = nb.cells[answer]
     cell.source = cell.source.replace("torch.sigmoid(", "gate(")
     assert "gate(" in cell.source

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import config, nbgrader_dir, notebooks
-from autograder.course.spec import SKIP_TAG, JudgeCell, Spec, spec_of, tags
+from autograder.course.spec import SKIP_TAG, JudgeCell, Spec, grade_id, spec_of, tags
 from autograder.kernels import processes
 from autograder.marking import launcher, worker
 from helpers import ROOT, autograder, grades, student_record
@@ -152,9 +152,9 @@ def _hand_in_helper(released, gdir, student: str, helper: str) -> None:
     from nbformat.v4 import new_code_cell
 
     nb = nbformat.from_dict(released)
-    index = next(i for i, c in enumerate(nb.cells) if notebooks.grade_id(c) == "add")
+    index = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "add")
     nb.cells[index].source = "def add(a, b):\n    return scaled(a) + scaled(b)"
-    mul = next(c for c in nb.cells if notebooks.grade_id(c) == "mul")
+    mul = next(c for c in nb.cells if grade_id(c) == "mul")
     mul.source = "def mul(a, b):\n    return a * b"
     nb.cells.insert(index, new_code_cell(helper))
     folder = gdir.submitted / student / "a3"

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from autograder.course import config, nbgrader_dir, notebooks
+from autograder.course import config, nbgrader_dir, notebooks, spec
 from autograder.course.spec import Spec
 from autograder.handin import intake
 from autograder.publish import leaks, release, releasechecks, releasehistory, releaseruns
@@ -366,7 +366,7 @@ def test_a_notebook_of_an_earlier_release_is_not_tampered(tiny_release, tmp_path
     first = notebooks.read(root / "assignments" / "a3" / "1_sums.ipynb")
     path = root / "solutions" / "a3" / "1_sums.ipynb"
     nb = notebooks.read(path)
-    test_add = next(c for c in nb.cells if notebooks.grade_id(c) == "test_add")
+    test_add = next(c for c in nb.cells if spec.grade_id(c) == "test_add")
     old_doc = test_add.source.split("\n")[0]
     test_add.source = test_add.source.replace(old_doc, '"""add adds two integers (reworded)."""')
     notebooks.write(nb, path)
@@ -390,7 +390,7 @@ def test_a_notebook_of_an_earlier_release_is_not_tampered(tiny_release, tmp_path
         folder.mkdir(parents=True)
         notebooks.write(nb, folder / "1_sums.ipynb")
         seen, staged = intake.read_student(gdir, student, released, specs, scan=False)
-        graded = next(c for c in staged["1_sums"].cells if notebooks.grade_id(c) == "test_add")
+        graded = next(c for c in staged["1_sums"].cells if spec.grade_id(c) == "test_add")
         assert graded.source == specs["1_sums"].tests["test_add"].graded_source  # today's test
         return seen.notebooks["1_sums"]
 
@@ -400,7 +400,7 @@ def test_a_notebook_of_an_earlier_release_is_not_tampered(tiny_release, tmp_path
     assert "tampered" not in hand_in("s-today", released["1_sums"]).flags
     edited = copy.deepcopy(first)
     for cell in edited.cells:
-        if notebooks.grade_id(cell) == "test_mul":
+        if spec.grade_id(cell) == "test_mul":
             cell.source += "\nassert True  # a student's edit"
     flagged = hand_in("s-edited", edited)
     assert "tampered" in flagged.flags and "edited locked cell test_mul" in flagged.notes

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import notebooks
+from autograder.course import notebooks, spec
 from autograder.quality import audit, mutants
 from helpers import ENV, ROOT, autograder, make_course
 
@@ -129,7 +129,7 @@ def weaken_test_mul(root: Path) -> None:
     path = root / "solutions" / "a3" / "1_sums.ipynb"
     nb = notebooks.read(path)
     cells = nb.cells
-    at = next(i for i, c in enumerate(cells) if notebooks.grade_id(c) == "test_mul")
+    at = next(i for i, c in enumerate(cells) if spec.grade_id(c) == "test_mul")
     assert "judge" in cells[at + 1].metadata.get("tags", [])
     cells[at + 1].source = WEAK_JUDGE
     notebooks.write(nb, path)

@@ -19,7 +19,7 @@ import re
 import nbformat
 import pytest
 
-from autograder.course import config, gradebook, notebooks
+from autograder.course import config, gradebook, spec
 from autograder.deploy import gradescope
 from autograder.handin import tamper
 from autograder.marking import grading
@@ -34,9 +34,9 @@ HOSTILE = (
 
 def _wrong_mul(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in nb.cells:
-        if notebooks.grade_id(cell) == "mul":
+        if spec.grade_id(cell) == "mul":
             cell.source = cell.source.replace("product = a * b", "product = a + b")
-        if notebooks.grade_id(cell) == "why_commutative":
+        if spec.grade_id(cell) == "why_commutative":
             cell.source = HOSTILE
     return nb
 
@@ -46,7 +46,7 @@ NOTED = "import sys\n\nsys.settrace(None)  # an experiment the advisory scan not
 
 def _noted(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in nb.cells:
-        if notebooks.grade_id(cell) == "add":
+        if spec.grade_id(cell) == "add":
             cell.source = NOTED + cell.source
     return nb
 

@@ -21,7 +21,7 @@ import nbformat
 import pytest
 from browser import Browser
 
-from autograder.course import notebooks
+from autograder.course import spec
 from autograder.reports import classreport, report
 from helpers import autograder, course_sources, make_course
 
@@ -272,7 +272,7 @@ def graded_class(tmp_path_factory):
     src, gdir = course_sources(root)
     wrong = src.solved("1_sums")
     for cell in wrong.cells:
-        if notebooks.grade_id(cell) == "mul":
+        if spec.grade_id(cell) == "mul":
             cell.source = cell.source.replace("product = a * b", "product = a + b")
     hand_in = {
         "full": {"1_sums": src.solved("1_sums"), "2_words": src.solved("2_words")},

@@ -21,7 +21,7 @@ import pytest
 from variant_sets import transformer
 
 from autograder.__main__ import main
-from autograder.course import config, notebooks
+from autograder.course import config, notebooks, spec
 from autograder.deploy import gradescope
 from autograder.publish import release
 from autograder.tools import similarity
@@ -85,16 +85,16 @@ def _solution_cells() -> dict[str, str]:
     """The solution's answer cells, markers removed (what a student hands in)."""
     nb = notebooks.read(ROOT / "solutions" / "a3" / f"{NB}.ipynb")
     return {
-        notebooks.grade_id(c): notebooks.without_markers(c.source)
+        spec.grade_id(c): spec.without_markers(c.source)
         for c in nb.cells
-        if c.cell_type == "code" and notebooks.is_solution(c)
+        if c.cell_type == "code" and spec.is_solution(c)
     }
 
 
 def _region(gid: str) -> str:
     """The solution region of answer ``gid`` (the lines between the markers)."""
     nb = notebooks.read(ROOT / "solutions" / "a3" / f"{NB}.ipynb")
-    cell = notebooks.cells_by_id(nb)[gid]
+    cell = spec.cells_by_id(nb)[gid]
     (lines,) = notebooks.regions(cell).solutions
     return "\n".join(lines) + "\n"
 
@@ -161,7 +161,7 @@ def hand_in(course: config.Course, student: str, cells: dict[str, str] | None) -
     (None: untouched)."""
     nb = released()
     for cell in nb.cells:
-        gid = notebooks.grade_id(cell)
+        gid = spec.grade_id(cell)
         if cells is not None and gid in cells:
             cell.source = cells[gid]
     path = course.class_dir / "submitted" / student / course.assignment / f"{NB}.ipynb"

@@ -14,7 +14,7 @@ here; this stage hands to none.
 #   limits: a grading kernel's resource limits (course.toml's [sandbox])
 #   notebooks: reading/writing notebooks (atomically), a cell's release regions
 #   spec: what a cell is (nbgrader metadata, tags), a notebook's tests, judge cells, verdicts
-#   nbgrader_dir: the nbgrader course directories, nbgrader commands, gradebook backups
+#   nbgrader_dir: nbgrader's course directories (which is graded, who handed in), commands, backups
 #   nbgrader_app: nbgrader's command line, started faster (every nbgrader command runs it)
 #   gradebook: reading scores from the gradebook, writing the judge's verdicts into it
 #   demo: the demo class: nine kinds of students generated from the solutions

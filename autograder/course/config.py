@@ -62,7 +62,7 @@ __all__ = ["ConfigError"]  # settings.ConfigError, raised by load() too
 class GradeSettings:
     """The ``[grade]`` table: time limits (seconds), the number of parallel workers, whether
     the static tamper scan runs (a second line: the judge decides every point), and the
-    optional notebooks with the cap on what they add (``report.count_extra_credit``)."""
+    optional notebooks with the cap on what they add (``rows.count_extra_credit``)."""
 
     cell_timeout: int = setting(300, "seconds one cell may run when grading", minimum=1)
     demo_cell_timeout: int = setting(90, "the same for the demo class", minimum=1)

@@ -1,7 +1,8 @@
 """The nbgrader course directories and the nbgrader commands run in them.
 
 There are two, both generated (gitignored) beside the grader's code: the real class in
-``autograder/class/`` and the demo class in ``autograder/demo/``. Each has an
+``autograder/class/`` and the demo class in ``autograder/demo/`` (:func:`class_dir`: the one
+graded, the demo class when nobody handed anything in, :func:`list_students`). Each has an
 ``nbgrader_config.py`` that loads the course's committed ``autograder/nbgrader_config.py`` with
 that folder as nbgrader's course directory. ``make release`` publishes the judge specs of the
 release into the committed ``autograder/judges/a/`` (and the release history beside them,
@@ -169,6 +170,26 @@ def demo(course: Course) -> GradingDir:
     return GradingDir(course.demo_dir, course.assignment, demo=True)
 
 
+def list_students(gdir: GradingDir) -> list[str]:
+    """Every folder in ``submitted/`` that holds anything (not hidden ones: ``make collect``
+    stages into ``.collect-*``)."""
+    if not gdir.submitted.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in gdir.submitted.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and any(p.iterdir())
+    )
+
+
+def class_dir(course: Course, demo_class: bool | None = None) -> GradingDir:
+    """The course directory of the class to grade: the demo class's when ``demo_class``, or
+    when it is None and nobody handed anything in."""
+    real_dir = real(course)
+    use_demo = demo_class if demo_class is not None else not list_students(real_dir)
+    return demo(course) if use_demo else real_dir
+
+
 # Parallel workers write to one SQLite gradebook. A connection that finds it locked waits up to
 # this long for the other writer (SQLite's default, 5 s, was short under load: a worker lost an
 # honest student's notebook to "database is locked").
@@ -334,7 +355,12 @@ def generate_assignment(course: Course, gdir: GradingDir, force: bool = False) -
 def formgrade_command(gdir: GradingDir, *options: str) -> list[str]:
     """The command ``make formgrade`` runs: JupyterLab in ``gdir`` with nbgrader's formgrader,
     its own pages escaped (``formgrade_server.py``)."""
-    cmd = [sys.executable, "-m", "autograder.reports.formgrade_server", f"--ServerApp.root_dir={gdir.root}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder.reports.formgrade_server",
+        f"--ServerApp.root_dir={gdir.root}",
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers often run as root
         cmd.append("--allow-root")
     return [*cmd, *options]

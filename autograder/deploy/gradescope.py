@@ -83,7 +83,7 @@ from autograder.kernels import processes
 from autograder.marking import grading, launcher
 from autograder.marking.records import Records, StudentRun
 from autograder.publish import release
-from autograder.reports import report
+from autograder.reports.rows import Row, for_student
 
 ZIP_NAME = "gradescope-autograder.zip"
 ROOT_VARIABLE = "A3_AUTOGRADER_ROOT"  # replaces /autograder (an emulated tree)
@@ -434,7 +434,7 @@ def _open_zip(path: Path, where: Path, run: collect.Collection) -> list[str]:
 def results(
     course: Course,
     gdir: GradingDir,
-    rows: list[report.Row],
+    rows: list[Row],
     run: StudentRun | None,
     notes: list[str],
     seconds: float,
@@ -442,7 +442,7 @@ def results(
 ) -> dict:
     """Gradescope's ``results.json`` for the one student's ``rows`` (module docstring): its
     tests under a summary (``gradescope_results.tests``, ``gradescope_results.summary``)."""
-    mine = {r.notebook: report.for_student(r) for r in rows if r.student == STUDENT}
+    mine = {r.notebook: for_student(r) for r in rows if r.student == STUDENT}
     specs = read_specs(gdir.judges, course.notebooks())
     worker = (run.worker if run else {}).get("notebooks", {})
     score, output = gradescope_results.summary(course, mine, notes)

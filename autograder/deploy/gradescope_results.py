@@ -14,13 +14,13 @@
   graded questions to the assignment's outline for them);
 - extra-credit notebooks (``[grade] extra_credit``): their tests are named
   ``Extra credit: ...``, and the top-level ``score`` (the autograded points) includes what
-  counts of them after ``[grade] extra_credit_cap`` (``report.count_extra_credit``), so it
+  counts of them after ``[grade] extra_credit_cap`` (``rows.count_extra_credit``), so it
   can exceed the autograder points set in Gradescope by at most the cap;
 - top level: ``score``, ``output`` (the points, then each notebook's flags and notes, as text),
   ``stdout_visibility`` ``hidden`` (the grading log, for instructors), ``execution_time`` and
   ``extra_data`` (per-notebook points and flags, and what the sandbox enforced). Every test is
   ``visible`` (:data:`VISIBILITY`). Students read it all: the instructor-only flag ``review``
-  and the advisory scan's notes are left out everywhere (``report.for_student``).
+  and the advisory scan's notes are left out everywhere (``rows.for_student``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import ast
 
 from autograder.course import spec
 from autograder.course.config import Course
-from autograder.reports import report
+from autograder.reports import pages, rows
 
 VISIBILITY = "visible"  # of every test: names and verdicts, never its checks' source
 
@@ -43,7 +43,7 @@ def docstring(source: str) -> str:
     return text.strip().split("\n")[0].strip()
 
 
-def tests(specs: dict[str, spec.Spec], mine: dict[str, report.Row], worker: dict) -> list[dict]:
+def tests(specs: dict[str, spec.Spec], mine: dict[str, rows.Row], worker: dict) -> list[dict]:
     """One test per graded cell of every notebook of ``specs`` (in order, numbered
     ``<notebook>.<cell>``), from the student's ``mine`` (notebook -> row) and the worker's
     result file's ``notebooks`` (``worker``: notebook -> its verdicts as JSON)."""
@@ -61,7 +61,7 @@ def test(
     number: str,
     nb_spec: spec.Spec,
     cell: spec.GradedCell,
-    row: report.Row,
+    row: rows.Row,
     verdicts: dict[str, spec.TestVerdict] | None,
 ) -> dict:
     """results.json's test ``number`` for ``cell`` of ``row``'s notebook: an autograded test
@@ -93,34 +93,34 @@ def test(
     return entry
 
 
-def summary(course: Course, mine: dict[str, report.Row], notes: list[str]) -> tuple[float, str]:
+def summary(course: Course, mine: dict[str, rows.Row], notes: list[str]) -> tuple[float, str]:
     """results.json's ``score`` (the autograded points, with the extra credit that counts)
     and ``output``: the points, then each notebook's flags and notes, then ``notes`` (the
     files not graded)."""
-    regular = report.regular(list(mine.values()))
-    extra = report.extra_credit(list(mine.values()))
-    earned, counted = report.extra_points(extra)  # written answers are 0 here: autograded
+    regular = rows.regular(list(mine.values()))
+    extra = rows.extra_credit(list(mine.values()))
+    earned, counted = rows.extra_points(extra)  # written answers are 0 here: autograded
     points = sum(r.autograded for r in regular)
-    line = f"Autograded: {report.num(points)} / "
-    line += f"{report.num(sum(r.autograded_max for r in regular))} points"
+    line = f"Autograded: {pages.num(points)} / "
+    line += f"{pages.num(sum(r.autograded_max for r in regular))} points"
     if extra:
         line += (
-            f", plus {report.num(earned)} / "
-            f"{report.num(sum(r.autograded_max for r in extra))} extra credit earned, "
-            f"{report.num(counted)} of it in the score (extra credit adds at most "
-            f"{report.num(course.grade.extra_credit_cap)} points)"
+            f", plus {pages.num(earned)} / "
+            f"{pages.num(sum(r.autograded_max for r in extra))} extra credit earned, "
+            f"{pages.num(counted)} of it in the score (extra credit adds at most "
+            f"{pages.num(course.grade.extra_credit_cap)} points)"
         )
     lines = [line + "."]
     manual = sum(r.manual_max for r in mine.values())
     if manual:
         lines.append(
-            f"Written answers ({report.num(manual)} point{'' if manual == 1 else 's'}) are "
+            f"Written answers ({pages.num(manual)} point{'' if manual == 1 else 's'}) are "
             "graded by hand in Gradescope: they are not in this score."
         )
     lines.append("Each test lists the behaviours it checks, passed or lost, and why.\n")
     for row in mine.values():
         flags = [f for f in row.flags if f != "needs-manual"]
-        text = ", ".join(f"{f} ({report.FLAG_HELP[f]})" for f in flags) if flags else "ok"
+        text = ", ".join(f"{f} ({rows.FLAG_HELP[f]})" for f in flags) if flags else "ok"
         lines.append(f"{row.notebook}: {text}")
         lines += [f"  {note}" for note in row.notes]
     if notes:

@@ -19,7 +19,7 @@ A shard is one of N disjoint parts of the class, numbered ``0`` to ``N-1`` (as S
   all there, finished, made from the same assignment and time limit, and disjoint; copies each
   shard's gradebook entries (nbgrader's API: students, submissions, grades, comments), graded
   notebooks, feedback and records into the class's own course directory, then writes one
-  ``grades.csv`` and report through ``grading.write_reports``, from the same rows a single
+  ``grades.csv`` and report through ``report.write_reports``, from the same rows a single
   ``make grade`` would have made. A manual score a grader already gave in the class's gradebook
   is kept, as ``make grade`` keeps it.
 
@@ -46,6 +46,7 @@ from autograder.course.nbgrader_dir import GradingDir
 from autograder.marking import grading
 from autograder.marking.records import Records
 from autograder.reports import report
+from autograder.reports.rows import Row, class_rows
 
 MANIFEST = "shard.json"
 MANIFEST_VERSION = 1
@@ -132,7 +133,7 @@ def grade(
     """``grading.grade`` (``how``: its ``jobs``, ``cell_timeout``, ``regrade`` and
     ``students``) for the students of ``shard`` only, in its own course directory with its own
     reports and manifest (``make merge`` combines the shards)."""
-    course, sdir = prepare(course, grading.class_dir(course, demo_class), shard)
+    course, sdir = prepare(course, nbgrader_dir.class_dir(course, demo_class), shard)
     plan = grading.make_plan(course, sdir, shard=shard, **how)
     grading.announce(course, plan, log)
     with grading.exclusive(plan.gdir):
@@ -180,7 +181,7 @@ class MergeResult:
     """What ``merge`` did."""
 
     gdir: GradingDir
-    rows: list[report.Row]
+    rows: list[Row]
     shards: int
     incomplete: list[str]  # students a shard did not grade to the end
     unassigned: list[str]  # students handed in that no shard graded
@@ -238,7 +239,7 @@ def merge(
     """Combine the finished shards into the class's course directory and write one report
     (see the module docstring). ``demo_class`` None: the demo class when no real submission
     exists, as ``grade`` decides."""
-    gdir = grading.class_dir(course, demo_class)
+    gdir = nbgrader_dir.class_dir(course, demo_class)
     use_demo = gdir.demo
     manifests = find_shards(course, use_demo, count)
     count = len(manifests)
@@ -263,7 +264,9 @@ def merge(
             log(f"  gradebook backed up to {backup}")
         problems, incomplete = _copy_shards(course, gdir, dirs, manifests, log)
         everyone = sorted({s for data in manifests.values() for s in data["students"]})
-        unassigned = [] if use_demo else sorted(set(grading.list_students(gdir)) - set(everyone))
+        unassigned = (
+            [] if use_demo else sorted(set(nbgrader_dir.list_students(gdir)) - set(everyone))
+        )
         for student in unassigned:
             problems[student] = (
                 f"not graded: no shard of {count} graded this student (handed in after the "
@@ -271,9 +274,10 @@ def merge(
                 "then make merge"
             )
         everyone = sorted(set(everyone) | set(unassigned))
-        rows = grading.class_rows(course, gdir, everyone, manifests[0]["cell_timeout"], problems)
+        limit = manifests[0]["cell_timeout"]
+        rows = class_rows(course, gdir, everyone, limit, problems, Records(gdir))
         title = f"{grading.class_title(gdir)} (merged from {count} shards)"
-        grading.write_reports(course, gdir, rows, title=title, log=log)
+        report.write_reports(course, gdir, rows, title, grading.sandbox_lines(course), log)
     if unassigned:
         log(f"  not in any shard: {', '.join(unassigned)}")
     if incomplete:

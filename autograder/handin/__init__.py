@@ -8,6 +8,6 @@ treats the hand-in as untrusted data and runs no student code. Hands to ``markin
 
 # Its modules:
 #   collect: importing an LMS download zip, per student and per member
-#   intake: reading submissions: broken files, renamed notebooks, edited tests
-#   restore: a hand-in's tampered cells repaired: metadata reset, deleted cells put back
+#   intake: reading submissions: broken files, renamed notebooks; each student's deadline
+#   restore: a hand-in repaired: tampered cells put back, metadata reset, the scan run
 #   tamper: the static scan of student code (a second line: the judge decides)

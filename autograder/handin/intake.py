@@ -21,23 +21,28 @@ repaired, to ``intake/<student>/<a>/<notebook>.ipynb``, where nbgrader picks it 
   that matches its record in any of them is repaired the same way, with a note, no flag;
 - the student's own code is staged exactly as written: the advisory scan (``tamper.py``) only
   reads it, and what it notes (code that reaches the kernel or the grading machinery) is flagged
-  ``review`` with notes for the instructor (``report.REVIEW_NOTE``), never shown to the student
+  ``review`` with notes for the instructor (``rows.REVIEW_NOTE``), never shown to the student
   and never worth a point;
 - no usable file: ``missing``.
 
 :func:`read_student` in three steps: match the files to the notebooks (:func:`read_handin`),
-choose the one graded (:func:`choose`), repair it (:func:`repair`). Shape of the result: a
+choose the one graded (:func:`choose`), repair it (``restore.repair``). Shape of the result: a
 :class:`StudentIntake` with one :class:`NotebookIntake` per assignment notebook;
 ``to_dict``/``from_dict`` give the JSON stored in each student's record (``records.py``).
+:func:`intake_class` reads and stages a whole class for ``make grade``, each student within a
+deadline (:data:`INTAKE_SECONDS`: past it, only that student fails), and fingerprints what
+each student will have graded.
 """
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import hashlib
 import json
 import re
 import shutil
+import signal
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -45,18 +50,24 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.course import notebooks
-from autograder.course.nbgrader_dir import GradingDir
-from autograder.course.spec import cells_by_id, grade_id, is_locked, is_solution, normalised
-from autograder.handin import tamper
+from autograder.course.config import Course
+from autograder.course.nbgrader_dir import STUDENT_ID, GradingDir
+from autograder.course.spec import (
+    cells_by_id,
+    grade_id,
+    is_locked,
+    is_solution,
+    normalised,
+    read_specs,
+)
 from autograder.handin.collect import LMS_FILE
-from autograder.handin.restore import Earlier, cell_record, check_and_restore, install_graded_forms
-from autograder.reports import report
+from autograder.handin.restore import Earlier, cell_record, repair
+from autograder.reports import ownrun
 
 MATCH_THRESHOLD = 0.5  # share of a released notebook's cells a renamed file must contain
 MAX_NOTEBOOK_BYTES = 50_000_000
 MAX_CELLS = 2_000  # the assignment's notebooks have about 50
 MAX_FILES = 20  # notebooks of one student read (more is not an assignment)
-MAX_FINDINGS = 5  # findings of the scan listed in a notebook's notes
 
 
 @dataclass
@@ -382,32 +393,6 @@ def choose(
     return None
 
 
-def repair(
-    entry: NotebookIntake,
-    nb: NotebookNode,
-    released: NotebookNode,
-    spec,
-    earlier: Earlier,
-    scan: bool,
-) -> None:
-    """The repair step, in place: ``nb``'s tampered cells restored (``restore.py``: flags
-    ``tampered`` and notes), its locked and test cells in their graded form (``spec``), its
-    metadata the release's; the student's own cells as written, which the advisory scan only
-    reads (its findings flag ``review``). ``entry`` is marked staged."""
-    problems, notes = check_and_restore(nb, released, earlier)
-    for problem in problems:
-        entry.flag("tampered", problem)
-    entry.notes += notes
-    install_graded_forms(nb, released, spec)
-    nb.metadata = copy.deepcopy(released.metadata)
-    findings = tamper.scan(nb, released) if scan else []
-    for finding in findings[:MAX_FINDINGS]:
-        entry.flag(report.REVIEW, report.REVIEW_NOTE + finding.note)
-    if len(findings) > MAX_FINDINGS:
-        entry.notes.append(report.REVIEW_NOTE + f"and {len(findings) - MAX_FINDINGS} more")
-    entry.staged = True
-
-
 def read_student(
     gdir: GradingDir,
     student: str,
@@ -424,7 +409,7 @@ def read_student(
     of ``optional`` (extra credit) that was not handed in gets a note, not the ``missing`` flag.
     A cell as an earlier release had it is not tampering (``history``: by default the one at
     :func:`history_path`). Writes nothing. Three steps: :func:`read_handin` (match),
-    :func:`choose`, :func:`repair`."""
+    :func:`choose`, ``restore.repair``."""
     if history is None:
         history = History.load(history_path(gdir))
     names = list(released)
@@ -476,3 +461,83 @@ def valid_timestamp(path: Path) -> bool:
     except (UnicodeDecodeError, ValueError, OverflowError):
         return False
     return len(data) < 100
+
+
+INTAKE_SECONDS = 60  # one student's intake (a second or two): past it, that student fails
+UNUSABLE_ID = "student id (folder name) not usable: letters, digits, ._@+- only"
+
+
+class IntakeTimeout(Exception):
+    """One student's intake ran past :data:`INTAKE_SECONDS`."""
+
+
+@contextlib.contextmanager
+def intake_deadline(seconds: float):
+    """Raise :class:`IntakeTimeout` in the block after ``seconds`` (SIGALRM: in the main
+    thread only; elsewhere no limit, and the intake's bounds keep it linear)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise IntakeTimeout
+
+    before = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def timed_out(student: str, names: list[str]) -> StudentIntake:
+    """The intake of a student whose intake ran past :data:`INTAKE_SECONDS`: nothing graded,
+    every notebook ``failed`` (only this student's grade pays)."""
+    seen = StudentIntake(student, {n: NotebookIntake(n) for n in names})
+    for entry in seen.notebooks.values():
+        entry.flag("failed", f"reading the submission took over {INTAKE_SECONDS} s: not graded")
+    return seen
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def intake_class(
+    course: Course, gdir: GradingDir, chosen: list[str], cell_timeout: int
+) -> tuple[dict[str, tuple[str, dict]], dict[str, str]]:
+    """Intake and stage every student of ``chosen`` in ``gdir`` (``grading.py``'s step 2),
+    each within :data:`INTAKE_SECONDS`, their own outputs of tagged cells attached, bounded
+    (``ownrun.attach``). Returns, by student, the fingerprint of what grading will grade (the
+    assignment, ``cell_timeout`` and the staged notebooks) and the intake
+    (``StudentIntake.to_dict``), and the ids grading refuses (:data:`UNUSABLE_ID`)."""
+    names = course.notebooks()
+    released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
+    judges = read_specs(gdir.judges, names)
+    assignment_hash = gdir.source_stamp.read_text().strip()
+    taken: dict[str, tuple[str, dict]] = {}
+    refused: dict[str, str] = {}
+    for student in chosen:
+        if not STUDENT_ID.fullmatch(student):
+            refused[student] = UNUSABLE_ID
+            continue
+        try:  # a deadline per student: one hand-in can only cost its own grade
+            with intake_deadline(INTAKE_SECONDS):
+                seen, staged = read_student(
+                    gdir,
+                    student,
+                    released,
+                    judges,
+                    scan=course.grade.tamper_scan,
+                    optional=course.grade.extra_credit,
+                )
+                handed_in = gdir.student_dir(gdir.submitted, student)
+                for name, nb in staged.items():  # own outputs of tagged cells: bounded only
+                    ownrun.attach(nb, handed_in / seen.notebooks[name].file, judges[name])
+        except IntakeTimeout:
+            seen, staged = timed_out(student, names), {}
+        seen.fingerprint = stage(gdir, seen, staged)
+        fingerprint = _fingerprint(assignment_hash, str(cell_timeout), seen.fingerprint)
+        taken[student] = (fingerprint, seen.to_dict())
+    return taken, refused

@@ -1,8 +1,10 @@
 """The repair of a handed-in notebook's tampered cells, so that what the release asked for is
-graded (the intake, ``intake.py``, calls it for every notebook it stages; ``release.py`` puts
-the graded forms into the notebooks it checks).
+graded (the intake, ``intake.py``, calls :func:`repair` for every notebook it stages;
+``release.py`` puts the graded forms into the notebooks it checks).
 
-Two steps, both in place on the student's notebook (an nbformat 4 ``NotebookNode``):
+:func:`repair` takes two steps, both in place on the student's notebook (an nbformat 4
+``NotebookNode``), then resets its metadata and runs the advisory scan (``tamper.scan``, its
+findings flagged ``review``):
 
 - :func:`check_and_restore` compares its nbgrader cells with the released notebook's, cell by
   cell: metadata lost by copying the notebook into a new one is given back from the content (a
@@ -21,14 +23,18 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import nbformat
 from nbformat import NotebookNode
 
 from autograder.course import spec
 from autograder.course.spec import normalised
+from autograder.handin import tamper
+from autograder.reports.rows import REVIEW, REVIEW_NOTE
 
 KEYS = ("grade", "solution", "locked", "points")  # nbgrader metadata a student cannot change
+MAX_FINDINGS = 5  # findings of the scan listed in a notebook's notes
 
 
 def cell_record(cell: NotebookNode) -> dict:
@@ -79,6 +85,43 @@ class _Findings:
             self.older.append(gid)
         else:
             self.problems.append(problem)
+
+
+class Entry(Protocol):
+    """What :func:`repair` marks: one notebook's ``intake.NotebookIntake``."""
+
+    notes: list[str]
+    staged: bool
+
+    def flag(self, name: str, note: str | None = None) -> None: ...
+
+
+def repair(
+    entry: Entry,
+    nb: NotebookNode,
+    released: NotebookNode,
+    nb_spec,
+    earlier: Earlier,
+    scan: bool,
+) -> None:
+    """The intake's repair step, in place: ``nb``'s tampered cells restored
+    (:func:`check_and_restore`: flags ``tampered`` and notes), its locked and test cells in
+    their graded form (:func:`install_graded_forms`, ``nb_spec``: the notebook's
+    ``spec.Spec``), its metadata the release's; the student's own cells as written, which the
+    advisory scan (``tamper.scan``) only reads (its findings flag ``review``, at most
+    :data:`MAX_FINDINGS` of them noted). ``entry`` is marked staged."""
+    problems, notes = check_and_restore(nb, released, earlier)
+    for problem in problems:
+        entry.flag("tampered", problem)
+    entry.notes += notes
+    install_graded_forms(nb, released, nb_spec)
+    nb.metadata = copy.deepcopy(released.metadata)
+    findings = tamper.scan(nb, released) if scan else []
+    for finding in findings[:MAX_FINDINGS]:
+        entry.flag(REVIEW, REVIEW_NOTE + finding.note)
+    if len(findings) > MAX_FINDINGS:
+        entry.notes.append(REVIEW_NOTE + f"and {len(findings) - MAX_FINDINGS} more")
+    entry.staged = True
 
 
 def check_and_restore(

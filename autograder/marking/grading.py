@@ -4,12 +4,14 @@ One run, for the course directory ``gdir`` (``autograder/class/`` or ``autograde
 
 1. ``nbgrader generate_assignment`` when the solutions changed (gradebook backed up first);
    for the demo class, write its submissions (``demo.py``);
-2. intake every student (``intake.py``): broken, renamed and tampered notebooks are sorted
-   out before anything runs, and what will be graded is staged in ``intake/`` and hashed,
-   with the student's own outputs bounded, never parsed (``ownrun.attach``); each student's
-   intake has a deadline (:data:`INTAKE_SECONDS`: past it, only that student fails);
+2. intake every student (``intake.intake_class``): broken, renamed and tampered notebooks are
+   sorted out before anything runs, and what will be graded is staged in ``intake/`` and
+   hashed, with the student's own outputs bounded, never parsed (``ownrun.attach``); each
+   student's intake has a deadline (``intake.INTAKE_SECONDS``: past it, only that student
+   fails);
 3. skip students whose staged notebooks, assignment and time limit have not changed since
-   their last complete grading (re-running is idempotent and cheap: ``--regrade`` forces);
+   their last complete grading (:func:`to_grade`; re-running is idempotent and cheap:
+   ``--regrade`` forces);
 4. grade the canary (``canary.py``: the solutions as a student, in a folder of their own) and
    stop before any student when it does not get every autograded point (a broken set-up);
    back up the gradebook, then grade the others, ``jobs`` at a time: one child process per
@@ -25,29 +27,27 @@ One run, for the course directory ``gdir`` (``autograder/class/`` or ``autograde
 6. read the scores from the gradebook and write ``autograder/out/grades.csv``,
    ``canvas.csv``, ``summary.txt``, the class report (``report.html``, ``classreport.py``) and
    every student's feedback pages (``feedback.py``), and print the summary table and a
-   histogram (``write_reports``; ``make feedback`` runs this step alone: ``rewrite_reports``).
+   histogram (``report.write_reports``; ``make feedback`` runs this step alone:
+   ``rewrite_reports``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import signal
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from autograder.course import demo, nbgrader_dir, notebooks
+from autograder.course import demo, nbgrader_dir
 from autograder.course.config import Course, usable_cpus
-from autograder.course.gradebook import Scores, read_scores, zero_notebooks
+from autograder.course.gradebook import zero_notebooks
 from autograder.course.nbgrader_dir import STUDENT_ID, GradingDir
-from autograder.course.spec import Spec, read_specs
 from autograder.handin import intake
-from autograder.marking import canary, launcher, worker
+from autograder.marking import canary, launcher
 from autograder.marking.records import Records, StudentRun
-from autograder.reports import ownrun, report
+from autograder.reports import report
+from autograder.reports.rows import Row, class_rows
 
 
 class ClassPart(Protocol):
@@ -62,7 +62,7 @@ class GradeResult:
     """What ``grade`` returns."""
 
     gdir: GradingDir
-    rows: list[report.Row]
+    rows: list[Row]
     graded: list[str]
     skipped: list[str]
     seconds: float
@@ -70,98 +70,6 @@ class GradeResult:
     incomplete: list[str] = field(default_factory=list)  # grader crashed: grade them again
     unanswered: bool = False  # tests asked, and no kernel of any student answered: the set-up
     canary: str = ""  # why the canary failed (then no student was graded): see canary.py
-
-
-UNUSABLE_ID = "student id (folder name) not usable: letters, digits, ._@+- only"
-
-
-def list_students(gdir: GradingDir) -> list[str]:
-    """Every folder in ``submitted/`` that holds anything (not hidden ones: ``make collect``
-    stages into ``.collect-*``)."""
-    if not gdir.submitted.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in gdir.submitted.iterdir()
-        if p.is_dir() and not p.name.startswith(".") and any(p.iterdir())
-    )
-
-
-def rows_for(
-    student: str, run: StudentRun | None, specs: dict[str, Spec],
-    scores: Scores, cell_timeout: int, problem: str = "", extra: tuple[str, ...] = (),
-) -> list[report.Row]:  # fmt: skip
-    """The report rows of one student, from what the intake and worker saw and the gradebook
-    (``extra``: the notebooks graded as extra credit)."""
-    rows = []
-    taken = intake.StudentIntake.from_dict(run.intake) if run else None
-    for name, spec in specs.items():
-        row = report.empty_row(student, spec, extra=name in extra)
-        rows.append(row)
-        if taken is None:
-            row.flags.append("failed")
-            row.notes.append(problem or "not graded")
-            continue
-        seen = taken.notebooks[name]
-        row.file, row.flags, row.notes = seen.file, list(seen.flags), list(seen.notes)
-        done = run.worker.get("notebooks", {}).get(name, {})
-        row.seconds = done.get("seconds")
-        if seen.staged and not done.get("graded"):
-            row.flags.append("failed")
-            if run.killed:
-                row.flags.append("timeout")
-                row.notes.append("grading stopped: the student's time limit ran out")
-            else:
-                row.notes.append(done.get("error") or "the grader stopped before this notebook")
-        if done.get("timeouts"):
-            row.flags.append("timeout")
-            row.notes.append(f"stopped after {cell_timeout} s: {', '.join(done['timeouts'])}")
-        if done.get("graded") and run.worker.get("judge_error"):
-            row.flags.append("failed")
-            row.notes.append("the judge failed (a fault of the course): run make grade again")
-        if not (seen.staged and done.get("graded")):
-            continue
-        row.verdicts = dict(done.get("verdicts", {}))
-        row.first_error = done.get("first_error")
-        row.skipped = list(done.get("skipped", []))
-        if done.get("rerun"):  # graded again with every cell run (worker.needs_second_try)
-            row.notes.append(worker.RERUN_NOTE)
-        for gid, verdict in done.get("verdicts", {}).items():
-            for item in verdict["checks"]:
-                if not item["passed"]:
-                    row.lost.append((gid, item["description"], item["points"], item["message"]))
-        for cell in scores.get((student, name), []):
-            row.cells[cell.grade_id] = (cell.score, cell.max)
-            if cell.auto:
-                row.autograded += cell.score
-            else:
-                row.manual += cell.score
-            if cell.needs_manual and "needs-manual" not in row.flags:
-                row.flags.append("needs-manual")
-    for note in taken.notes if taken else []:
-        rows[0].notes.append(note)
-    return rows
-
-
-def class_rows(
-    course: Course, gdir: GradingDir, everyone: list[str], cell_timeout: int,
-    problems: dict[str, str],
-) -> list[report.Row]:  # fmt: skip
-    """The report rows of ``everyone``: their records joined with the gradebook's scores
-    (``problems``: why a student has no record, e.g. :data:`UNUSABLE_ID`), extra credit
-    capped by ``[grade] extra_credit_cap`` (every output reads the rows made here)."""
-    specs = read_specs(gdir.judges, course.notebooks())
-    records = Records(gdir)
-    scores = read_scores(gdir.db_url, gdir.assignment, everyone)
-    rows: list[report.Row] = []
-    for student in everyone:
-        rows += rows_for(student, records.get(student), specs, scores, cell_timeout,
-                         problems.get(student, ""), course.grade.extra_credit)  # fmt: skip
-    return report.count_extra_credit(rows, course.grade.extra_credit_cap)
-
-
-def _fingerprint(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -195,7 +103,8 @@ def grade(
     """Grade the class (see the module docstring). ``demo_class`` None: the demo class when no
     real submission exists. ``students``: grade only these (the report still lists everyone).
     One shard of the class: ``shards.grade``."""
-    plan = make_plan(course, class_dir(course, demo_class), jobs, cell_timeout, regrade, students)
+    gdir = nbgrader_dir.class_dir(course, demo_class)
+    plan = make_plan(course, gdir, jobs, cell_timeout, regrade, students)
     announce(course, plan, log)
     with exclusive(plan.gdir):
         return grade_plan(course, plan, log)
@@ -219,14 +128,6 @@ def make_plan(
         students=students,
         shard=shard,
     )
-
-
-def class_dir(course: Course, demo_class: bool | None = None) -> GradingDir:
-    """The course directory of the class to grade: the demo class's when ``demo_class``, or
-    when it is None and nobody handed anything in."""
-    real = nbgrader_dir.real(course)
-    use_demo = demo_class if demo_class is not None else not list_students(real)
-    return nbgrader_dir.demo(course) if use_demo else real
 
 
 def class_title(gdir: GradingDir) -> str:
@@ -259,83 +160,32 @@ def exclusive(gdir: GradingDir):
         yield
 
 
-INTAKE_SECONDS = 60  # one student's intake (a second or two): past it, that student fails
+def roll(plan: Plan, log=print) -> tuple[list[str], list[str]]:
+    """Everyone who handed in (of ``plan.shard`` when there is one), and of them the students
+    to grade (``plan.students``; each asked for with no submission is logged)."""
+    handed_in = nbgrader_dir.list_students(plan.gdir)
+    everyone = [s for s in handed_in if plan.shard is None or plan.shard.owns(s)]
+    chosen = everyone if not plan.students else [s for s in everyone if s in plan.students]
+    for unknown in set(plan.students or []) - set(everyone):
+        log(f"  no submission for student {unknown!r}")
+    return everyone, chosen
 
 
-class IntakeTimeout(Exception):
-    """One student's intake ran past :data:`INTAKE_SECONDS`."""
-
-
-@contextlib.contextmanager
-def intake_deadline(seconds: float):
-    """Raise :class:`IntakeTimeout` in the block after ``seconds`` (SIGALRM: in the main
-    thread only; elsewhere no limit, and the intake's bounds keep it linear)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum, frame):
-        raise IntakeTimeout
-
-    before = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, before)
-
-
-def timed_out(student: str, names: list[str]) -> intake.StudentIntake:
-    """The intake of a student whose intake ran past :data:`INTAKE_SECONDS`: nothing graded,
-    every notebook ``failed`` (only this student's grade pays)."""
-    seen = intake.StudentIntake(student, {n: intake.NotebookIntake(n) for n in names})
-    for entry in seen.notebooks.values():
-        entry.flag("failed", f"reading the submission took over {INTAKE_SECONDS} s: not graded")
-    return seen
-
-
-def intake_class(
-    course: Course, plan: Plan, chosen: list[str], records: Records
-) -> tuple[dict[str, StudentRun], list[str], dict[str, str]]:
-    """Steps 2-3: intake and stage every student of ``chosen``. Returns the runs to grade
-    (their fingerprints and intakes, not recorded yet), the students unchanged since their last
-    complete grading, and the ids grading refuses (:data:`UNUSABLE_ID`)."""
-    gdir = plan.gdir
-    names = course.notebooks()
-    released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
-    judges = read_specs(gdir.judges, names)
-    assignment_hash = gdir.source_stamp.read_text().strip()
+def to_grade(
+    plan: Plan, taken: dict[str, tuple[str, dict]], records: Records
+) -> tuple[dict[str, StudentRun], list[str]]:
+    """Step 3: of the students ``intake.intake_class`` took (by student: fingerprint, intake),
+    the runs to grade (not recorded yet), and the students unchanged since their last
+    complete grading (``plan.regrade``: none)."""
     runs: dict[str, StudentRun] = {}
     skipped: list[str] = []
-    invalid: dict[str, str] = {}
-    for student in chosen:
-        if not STUDENT_ID.fullmatch(student):
-            invalid[student] = UNUSABLE_ID
-            continue
-        try:  # a deadline per student: one hand-in can only cost its own grade
-            with intake_deadline(INTAKE_SECONDS):
-                seen, staged = intake.read_student(
-                    gdir,
-                    student,
-                    released,
-                    judges,
-                    scan=course.grade.tamper_scan,
-                    optional=course.grade.extra_credit,
-                )
-                handed_in = gdir.student_dir(gdir.submitted, student)
-                for name, nb in staged.items():  # own outputs of tagged cells: bounded only
-                    ownrun.attach(nb, handed_in / seen.notebooks[name].file, judges[name])
-        except IntakeTimeout:
-            seen, staged = timed_out(student, names), {}
-        seen.fingerprint = intake.stage(gdir, seen, staged)
-        fingerprint = _fingerprint(assignment_hash, str(plan.cell_timeout), seen.fingerprint)
+    for student, (fingerprint, seen) in taken.items():
         before = records.get(student)
         if before and before.complete and before.fingerprint == fingerprint and not plan.regrade:
             skipped.append(student)
         else:
-            runs[student] = StudentRun(fingerprint, seen.to_dict())
-    return runs, skipped, invalid
+            runs[student] = StudentRun(fingerprint, seen)
+    return runs, skipped
 
 
 def grade_students(
@@ -419,12 +269,9 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
         demo.build(course, gdir)
     names = course.notebooks()
     records = Records(gdir)
-    everyone = [s for s in list_students(gdir) if plan.shard is None or plan.shard.owns(s)]
-    chosen = everyone if not plan.students else [s for s in everyone if s in plan.students]
-    for unknown in set(plan.students or []) - set(everyone):
-        log(f"  no submission for student {unknown!r}")
-
-    runs, skipped, invalid = intake_class(course, plan, chosen, records)
+    everyone, chosen = roll(plan, log)
+    taken, invalid = intake.intake_class(course, gdir, chosen, limit)
+    runs, skipped = to_grade(plan, taken, records)
     todo = list(runs)
 
     from autograder.kernels.sandbox import refusal
@@ -463,8 +310,8 @@ def grade_plan(course: Course, plan: Plan, log=print) -> GradeResult:
     unanswered = no_replies([runs[s] for s in todo])
     if unanswered:
         log(UNANSWERED)
-    rows = class_rows(course, gdir, everyone, limit, invalid)
-    write_reports(course, gdir, rows, title=plan.title, log=log)
+    rows = class_rows(course, gdir, everyone, limit, invalid, records)
+    report.write_reports(course, gdir, rows, plan.title, sandbox_lines(course), log)
     seconds = round(time.perf_counter() - start, 1)
     return GradeResult(gdir, rows, todo, skipped, seconds, incomplete, unanswered)
 
@@ -496,56 +343,16 @@ def sandbox_lines(course: Course) -> list[str]:
     return probe().describe(course.sandbox)
 
 
-def write_reports(
-    course: Course, gdir: GradingDir, rows: list[report.Row], title: str, log=print
-) -> None:
-    """grades.csv, canvas.csv, summary.txt, the class report (report.html and its PNGs) and
-    every student's feedback pages; print the summary and histogram."""
-    from autograder.reports import classreport, feedback
-
-    course.out_dir.mkdir(parents=True, exist_ok=True)
-    report.write_csv(rows, course.out_dir / "grades.csv")
-    roster_file = course.grader_dir / "roster.csv"
-    roster = report.read_roster(roster_file) if roster_file.exists() else {}
-    unknown = sorted({r.student for r in rows} - set(roster)) if roster else []
-    if unknown:
-        log(f"  not in {roster_file.name}: {', '.join(unknown)} (canvas.csv names them by login)")
-    column = course.lms.canvas_column or course.assignment
-    canvas = report.write_canvas_file(rows, course.out_dir, column, roster)
-    waiting = report.waiting_students(rows)
-    if waiting:
-        log(f"  {len(waiting)} student(s) have written answers waiting for a grader: "
-            f"{canvas.name} is PROVISIONAL (those answers count 0); make formgrade, then "
-            "make feedback, writes canvas.csv once every answer is graded")  # fmt: skip
-    cap = course.grade.extra_credit_cap
-    feedback.write_feedback(gdir, rows, course.feedback.show_test_source, cap)
-    classreport.write_report(rows, course.out_dir, title, cap)
-    text = "\n\n".join(
-        [
-            f"Grades of {title}",
-            report.summary_table(rows, cap),
-            report.histogram(rows),
-            "\n".join(sandbox_lines(course)),
-            f"grades: {course.out_dir / 'grades.csv'} (Canvas: {canvas.name})\n"
-            f"class report: {course.out_dir / 'report.html'}\nfeedback: {gdir.feedback}/"
-            f"<student>/{gdir.assignment}/index.html\nwritten answers: make formgrade, then "
-            "make feedback",
-        ]
-    )
-    notebooks.write_bytes(course.out_dir / "summary.txt", (text + "\n").encode())
-    log(text)
-
-
-def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -> list[report.Row]:
+def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -> list[Row]:
     """``make feedback``: the reports and every feedback page written again from the gradebook
     and the last grading run, grading nothing (after manual grading in formgrader: the written
     answers' grades and comments appear). ``demo_class`` None: as ``grade`` decides."""
-    gdir = class_dir(course, demo_class)
+    gdir = nbgrader_dir.class_dir(course, demo_class)
     limit = default_cell_timeout(course, gdir)
     with exclusive(gdir):
-        everyone = list_students(gdir)
-        unusable = {s: UNUSABLE_ID for s in everyone if not STUDENT_ID.fullmatch(s)}
-        rows = class_rows(course, gdir, everyone, limit, unusable)
-        title = class_title(gdir)
-        write_reports(course, gdir, rows, title=f"{title} (from the gradebook)", log=log)
+        everyone = nbgrader_dir.list_students(gdir)
+        unusable = {s: intake.UNUSABLE_ID for s in everyone if not STUDENT_ID.fullmatch(s)}
+        rows = class_rows(course, gdir, everyone, limit, unusable, Records(gdir))
+        title = f"{class_title(gdir)} (from the gradebook)"
+        report.write_reports(course, gdir, rows, title, sandbox_lines(course), log)
     return rows

@@ -7,7 +7,7 @@ intake (which file was graded, its flags and notes, ``intake.StudentIntake``), t
 result (per notebook: graded or not and why, timeouts, every check's verdict, the first error,
 the cells not run: see ``worker.py``), whether the student's time limit stopped it, and the
 fingerprint of what was graded (unchanged: not graded again). The reports are the records
-joined with the gradebook's scores (``grading.rows_for``).
+joined with the gradebook's scores (``rows.rows_for``).
 
 A record is written atomically when its student's run is decided and again when it ends, so a
 crash keeps every other student's, and writing one costs that student alone: the single
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autograder.course import notebooks
 from autograder.course.nbgrader_dir import STUDENT_ID, GradingDir
+from autograder.handin.intake import StudentIntake
 
 VERSION = 2  # 2: scores from the judge (a record of version 1 is graded again)
 LEGACY = "grading-state.json"  # every student's run in one file (versions 1 and 2)
@@ -42,6 +43,11 @@ class StudentRun:
     killed: bool = False
     exit_code: int | None = None
     seconds: float = 0.0
+
+    @property
+    def taken(self) -> StudentIntake:
+        """The intake as read: ``intake`` (its data, as recorded) as ``intake.StudentIntake``."""
+        return StudentIntake.from_dict(self.intake)
 
     @property
     def complete(self) -> bool:

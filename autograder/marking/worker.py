@@ -24,7 +24,7 @@ By hand::
 3. Zeroes in the gradebook the assignment notebooks that were not graded (missing or failed:
    nbgrader would leave them looking like "needs manual grading"). No nbgrader feedback: its
    pages show every test cell's source; ``feedback.py`` writes the feedback pages
-   from the verdicts (``grading.write_reports``).
+   from the verdicts (``report.write_reports``).
 
 Progress goes to ``FILE`` (JSON, rewritten after every step, so a killed worker still says
 what it finished)::
@@ -215,7 +215,7 @@ def _grade_notebook(
     """Grade ``coursedir.notebook_id`` (:func:`_autograde`) with the cells the tests do not
     need left out; when :func:`needs_second_try`, once more with every cell run. The better
     grading stands (the first on a tie; the second: ``rerun`` true, the report notes
-    :data:`RERUN_NOTE`), with its graded notebook (``graded``; the first is kept in
+    ``rows.RERUN_NOTE``), with its graded notebook (``graded``; the first is kept in
     ``scratch`` meanwhile)."""
 
     def once(run_skipped: bool) -> dict:
@@ -290,9 +290,6 @@ def needs_second_try(entry: dict) -> bool:
 def total(entry: dict) -> float:
     """The points of a notebook's verdicts."""
     return sum(float(v.get("score", 0)) for v in entry.get("verdicts", {}).values())
-
-
-RERUN_NOTE = "graded again with the cells grading leaves out run: a test's request raised NameError"
 
 
 def record_student(

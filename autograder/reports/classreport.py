@@ -1,7 +1,7 @@
 """The class report: what the class learnt, and which tests and behaviours it missed.
 
 ``autograder/out/report.html`` and the PNGs next to it (``report-*.png``, matplotlib's Agg),
-written by ``grading.write_reports`` (after ``make grade``, ``make merge`` and
+written by ``report.write_reports`` (after ``make grade``, ``make merge`` and
 ``make feedback``) from the report rows, which carry the judge's verdicts and the grading
 seconds of each notebook:
 
@@ -14,7 +14,7 @@ seconds of each notebook:
 - per notebook, every test's pass rate (full marks) and mean score, every check's pass rate,
   and each check's most common failure messages with how many students got each (the
   messages can quote a student's output: they are escaped);
-- the flags counted per notebook (by their letters, ``report.FLAG_CODES``, with a legend:
+- the flags counted per notebook (by their letters, ``rows.FLAG_CODES``, with a legend:
   missing, failed, timeout, tampered, renamed, needs-manual, review), and what the advisory
   scan noted, per student (instructor only: the ``review`` notes,
   which name a cell, a line and a rule);
@@ -33,7 +33,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course import notebooks
-from autograder.reports import pages, report
+from autograder.reports import pages
+from autograder.reports.rows import (
+    FLAG_HELP,
+    FLAGS,
+    REVIEW_NOTE,
+    Row,
+    by_student,
+    extra_credit,
+    extra_points,
+    flag_code,
+    is_review_note,
+    pending,
+    regular,
+)
 
 TOP_MESSAGES = 3  # failure messages shown per check
 MESSAGE_CHARS = 300
@@ -87,12 +100,12 @@ def _short(message: str) -> str:
     return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 1] + "…"
 
 
-def gather(rows: list[report.Row]) -> dict[str, NotebookStats]:
+def gather(rows: list[Row]) -> dict[str, NotebookStats]:
     """The statistics of every notebook, from the report rows."""
     stats: dict[str, NotebookStats] = {}
     for row in rows:
         nb = stats.setdefault(row.notebook, NotebookStats(row.notebook, row.extra, row.max))
-        flags = [f for f in report.FLAGS if f in row.flags] or ["ok"]
+        flags = [f for f in FLAGS if f in row.flags] or ["ok"]
         nb.flags.update(flags)
         if row.seconds is not None:
             nb.seconds.append(float(row.seconds))
@@ -144,21 +157,21 @@ class Totals:
     extra_pending: int
 
 
-def assignment_totals(rows: list[report.Row], extra_cap: float | None = None) -> Totals:
+def assignment_totals(rows: list[Row], extra_cap: float | None = None) -> Totals:
     """Each student's regular total and extra credit (earned, counted), leaving out students
     whose written answers wait for a grader (counted as pending), with the maximums."""
-    students = list(report.by_student(rows).values())
-    regular = [report.regular(s) for s in students]
-    optional = [report.extra_credit(s) for s in students]
-    done = [o for o in optional if not report.pending(o)]
+    students = list(by_student(rows).values())
+    regulars = [regular(s) for s in students]
+    optional = [extra_credit(s) for s in students]
+    done = [o for o in optional if not pending(o)]
     first = students[0] if students else []
-    extra_most = sum(r.max for r in report.extra_credit(first))
+    extra_most = sum(r.max for r in extra_credit(first))
     return Totals(
-        regular=[sum(r.total for r in s) for s in regular if not report.pending(s)],
-        most=sum(r.max for r in report.regular(first)),
-        pending=sum(report.pending(s) for s in regular),
-        extra_earned=[report.extra_points(o)[0] for o in done],
-        extra_counted=[report.extra_points(o)[1] for o in done],
+        regular=[sum(r.total for r in s) for s in regulars if not pending(s)],
+        most=sum(r.max for r in regular(first)),
+        pending=sum(pending(s) for s in regulars),
+        extra_earned=[extra_points(o)[0] for o in done],
+        extra_counted=[extra_points(o)[1] for o in done],
         extra_most=extra_most,
         extra_counts=extra_most if extra_cap is None else min(extra_most, extra_cap),
         extra_pending=len(optional) - len(done),
@@ -275,7 +288,7 @@ def _score_rows(stats: dict[str, NotebookStats], t: Totals, extra_cap: float | N
     lines = [(("assignment", every), None, _scores(t.regular, t.most, t.pending))]
     lines += [((n.name, ""), n, _scores(n.totals, n.maximum, n.waiting)) for n in stats.values()]
     if t.extra_most:
-        cap = "" if extra_cap is None else f", at most {report.num(extra_cap)}"
+        cap = "" if extra_cap is None else f", at most {pages.num(extra_cap)}"
         lines += [
             (("extra credit earned", "(every student)"), None,
              _scores(t.extra_earned, t.extra_most, t.extra_pending)),
@@ -294,9 +307,9 @@ def _apart_rows(stats: dict[str, NotebookStats]) -> list[dict]:
         full = sum(v >= nb.auto_max - 1e-9 for v in nb.auto)
         found.append({
             "name": nb.name, "n": n, "auto_max": nb.auto_max,
-            "auto_mean": report.num(statistics.mean(nb.auto), 2) if n else "-",
+            "auto_mean": pages.num(statistics.mean(nb.auto), 2) if n else "-",
             "full": _pct(full, n), "written_max": nb.maximum - nb.auto_max,
-            "written_mean": report.num(statistics.mean(nb.written), 2) if nb.written else "-",
+            "written_mean": pages.num(statistics.mean(nb.written), 2) if nb.written else "-",
             "waiting": nb.waiting,
         })  # fmt: skip
     return found
@@ -326,11 +339,11 @@ def _test_rows(nb: NotebookStats) -> list[dict]:
     return found
 
 
-def _review_rows(rows: list[report.Row]) -> list[tuple[str, str, list[str]]]:
+def _review_rows(rows: list[Row]) -> list[tuple[str, str, list[str]]]:
     """The advisory scan's notes, per student and notebook."""
     found = []
     for row in rows:
-        notes = [n[len(report.REVIEW_NOTE) :] for n in row.notes if report.is_review_note(n)]
+        notes = [n[len(REVIEW_NOTE) :] for n in row.notes if is_review_note(n)]
         if notes:
             found.append((row.student, row.notebook, notes))
     return found
@@ -345,12 +358,12 @@ def _seconds(values: list[float]) -> dict | None:
 
 
 def page(
-    stats: dict[str, NotebookStats], rows: list[report.Row], images: list[str], title: str,
+    stats: dict[str, NotebookStats], rows: list[Row], images: list[str], title: str,
     extra_cap: float | None = None,
 ) -> str:  # fmt: skip
     """The report's HTML (``templates/classreport.html.j2``; ``extra_cap``: ``[grade]
     extra_credit_cap``)."""
-    kinds = ["ok", *report.FLAGS]
+    kinds = ["ok", *FLAGS]
     total = Counter()
     for nb in stats.values():
         total.update(nb.flags)
@@ -359,7 +372,7 @@ def page(
         title="Class report",
         csp=REPORT_CSP,
         class_title=title,
-        students=len(report.by_student(rows)),
+        students=len(by_student(rows)),
         graded=sum(len(n.auto) for n in stats.values()),
         images=images,
         images_named=IMAGES,
@@ -371,8 +384,8 @@ def page(
             {"name": nb.name, "extra": nb.extra, "tests": _test_rows(nb)} for nb in stats.values()
         ],
         kinds=kinds,
-        codes={"ok": "ok", **{f: report.flag_code(f) for f in report.FLAGS}},
-        legend=[(report.flag_code(f), f, report.FLAG_HELP[f]) for f in report.FLAGS],
+        codes={"ok": "ok", **{f: flag_code(f) for f in FLAGS}},
+        legend=[(flag_code(f), f, FLAG_HELP[f]) for f in FLAGS],
         flag_rows=[(nb.name, nb.flags) for nb in stats.values()],
         flag_total=total,
         review=_review_rows(rows),
@@ -380,9 +393,7 @@ def page(
     )
 
 
-def write_report(
-    rows: list[report.Row], out: Path, title: str, extra_cap: float | None = None
-) -> Path:
+def write_report(rows: list[Row], out: Path, title: str, extra_cap: float | None = None) -> Path:
     """Write ``out/report.html`` and its PNGs; return the page's path (``extra_cap``: ``[grade]
     extra_credit_cap``, stated with the extra credit counted)."""
     out.mkdir(parents=True, exist_ok=True)

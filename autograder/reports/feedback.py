@@ -16,14 +16,14 @@ next term. Here each notebook's page is written from plain data instead:
 - first, where the student's own code first raised when grading (the cell and Python's
   name for the error, never the kernel's words), since later "not defined" failures follow;
 - the notebook's points, flags explained and notes (not the instructor-only ones: the flag
-  ``review`` and the advisory scan's notes, see ``report.for_student``); for an optional part
+  ``review`` and the advisory scan's notes, see ``rows.for_student``); for an optional part
   what it earned, and how much of it counts when ``[grade] extra_credit_cap`` cut it (the
   index page states the cap and the sum, earned and counted).
 
 Nothing a student wrote runs in a browser: their answers are read from the graded notebook
 (already cleaned by ``sanitise.py`` when it was graded), cleaned again, rendered with
 nbconvert's Markdown renderer (as the formgrader renders them) and checked by
-``safemarkdown.markdown_problems`` (a text that fails is shown as plain text); every other string
+``safehtml.markdown_problems`` (a text that fails is shown as plain text); every other string
 (check messages, errors, notes, comments) is escaped. The pages are self-contained: inline
 CSS, no script, no external asset, and a Content-Security-Policy that loads nothing but
 inline images.
@@ -32,7 +32,7 @@ The code of each test (its checks, the judge cells after it) is shown only with 
 show_test_source = true`` in ``course.toml`` (default false). Pages:
 ``feedback/<student>/<assignment>/<notebook>.html``, one per notebook of the assignment (extra-
 credit notebooks marked as such), linked from the student's ``index.html``
-(``report.student_page``). ``grading.write_reports`` writes them after every ``make grade``;
+(:func:`student_page`). ``report.write_reports`` writes them after every ``make grade``;
 ``make feedback`` writes them again from the gradebook after manual grading.
 """
 
@@ -50,8 +50,18 @@ from autograder.course import notebooks, spec
 from autograder.course.gradebook import Marks, read_marks
 from autograder.course.nbgrader_dir import GradingDir
 from autograder.course.spec import Spec, docstring_lines
-from autograder.reports import pages, report, safehtml, safemarkdown
+from autograder.reports import pages, safehtml
 from autograder.reports.pages import num
+from autograder.reports.rows import (
+    FLAG_HELP,
+    FLAGS,
+    Row,
+    by_student,
+    extra_credit,
+    extra_points,
+    for_student,
+    regular,
+)
 
 
 @dataclass(frozen=True)
@@ -117,13 +127,13 @@ def material(gdir: GradingDir, name: str) -> Material:
 
 
 def render_markdown(text: str, attachments: dict | None = None) -> str:
-    """Markdown as nbconvert renders a cell, after ``safemarkdown.sanitise_markdown``; shown as
+    """Markdown as nbconvert renders a cell, after ``safehtml.sanitise_markdown``; shown as
     plain text when the rendered HTML is not inert."""
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
     attachments = attachments or {}
-    safe = safemarkdown.sanitise_markdown(text, attachments)
-    if not safemarkdown.markdown_problems(safe, attachments):
+    safe = safehtml.sanitise_markdown(text, attachments)
+    if not safehtml.markdown_problems(safe, attachments):
         try:
             renderer = IPythonRenderer(escape=False, attachments=attachments)
             return MarkdownWithMath(renderer=renderer).render(safe)
@@ -285,7 +295,7 @@ def _written_view(
 
 
 def notebook_page(
-    row: report.Row,
+    row: Row,
     info: Material,
     marks: Marks,
     answers: dict[str, tuple[str, dict]],
@@ -295,7 +305,7 @@ def notebook_page(
     """The feedback page of one student's notebook (see the module docstring;
     ``templates/feedback.html.j2``); ``own``: the student's own outputs by written answer
     (:func:`own_results`)."""
-    row = report.for_student(row)  # no instructor-only flag or note
+    row = for_student(row)  # no instructor-only flag or note
     graded = bool(row.verdicts) or any(t in row.cells for t in (x.grade_id for x in info.tests))
     verdicts = row.verdicts or {}
     first = row.first_error
@@ -304,8 +314,8 @@ def notebook_page(
         title=f"{row.notebook}: {row.student}",
         csp=pages.STRICT_CSP,
         row=row,
-        shown_flags=[f for f in report.FLAGS if f in row.flags],
-        flag_help=report.FLAG_HELP,
+        shown_flags=[f for f in FLAGS if f in row.flags],
+        flag_help=FLAG_HELP,
         first_error={"cell": str(first.get("cell", "")), "words": str(first.get("words", ""))}
         if first
         else None,
@@ -320,21 +330,48 @@ def notebook_page(
     )
 
 
+def student_page(
+    student: str, rows: list[Row], feedback_files: dict[str, str], extra_cap: float | None = None
+) -> str:
+    """A small HTML page for one student (``templates/student.html.j2``), their ``index.html``:
+    points per notebook (extra credit apart: earned and counted, ``extra_cap`` the cap), flags
+    explained (not the instructor-only ones), the behaviours lost, and links to the feedback
+    page of each notebook (``feedback_files``: notebook -> file)."""
+    earned, counted = extra_points(rows)
+    return pages.render(
+        "student.html.j2",
+        title=f"{student}: grades",
+        csp=pages.STRICT_CSP,
+        student=student,
+        total=sum(r.total for r in regular(rows)),
+        most=sum(r.max for r in regular(rows)),
+        bonus=counted,
+        earned=earned,
+        cap=extra_cap,
+        regular=[for_student(r) for r in regular(rows)],
+        extra=[for_student(r) for r in extra_credit(rows)],
+        lost=[(r.notebook, *item) for r in rows for item in r.lost],
+        files=feedback_files,
+        flags=FLAGS,
+        flag_help=FLAG_HELP,
+    )
+
+
 def write_feedback(
-    gdir: GradingDir, rows: list[report.Row], show_source: bool = False,
+    gdir: GradingDir, rows: list[Row], show_source: bool = False,
     extra_cap: float | None = None,
 ) -> dict[str, dict[str, str]]:  # fmt: skip
     """Write every student's notebook pages and index page into ``gdir.feedback`` (the index
     states ``extra_cap``, ``[grade] extra_credit_cap``); remove pages left from earlier runs
     (nbgrader's). Returns student -> notebook -> file name."""
-    by_student = report.by_student(rows)
+    students = by_student(rows)
     names = list(dict.fromkeys(r.notebook for r in rows))
     info = {n: material(gdir, n) for n in names}
     marks = {}
     if gdir.gradebook.exists():
-        marks = read_marks(gdir.db_url, gdir.assignment, list(by_student))
+        marks = read_marks(gdir.db_url, gdir.assignment, list(students))
     written: dict[str, dict[str, str]] = {}
-    for student, srows in by_student.items():
+    for student, srows in students.items():
         folder = gdir.student_dir(gdir.feedback, student)
         graded = gdir.student_dir(gdir.autograded, student)
         files = {}
@@ -346,7 +383,7 @@ def write_feedback(
             page = notebook_page(row, info[row.notebook], mine, answers, show_source, own)
             files[row.notebook] = f"{row.notebook}.html"
             notebooks.write_bytes(folder / files[row.notebook], page.encode())
-        page = report.student_page(student, srows, files, extra_cap)
+        page = student_page(student, srows, files, extra_cap)
         notebooks.write_bytes(folder / "index.html", page.encode())
         for stale in folder.glob("*.html"):
             if stale.name != "index.html" and stale.stem not in files:

@@ -6,7 +6,7 @@ rendered and checked by ``feedback.render_markdown``). Pages are self-contained:
 (``templates/page.css``), no script, no external asset, and a Content-Security-Policy.
 
     page.html.j2         the frame of every page below (title, CSP, CSS); each extends it
-    student.html.j2      a student's index page (``report.student_page``)
+    student.html.j2      a student's index page (``feedback.student_page``)
     feedback.html.j2     a notebook's feedback page (``feedback.notebook_page``)
     classreport.html.j2  the class report (``classreport.page``)
     similarity.html.j2   the similarity report, a page of its own (``similarity.render``)

@@ -1,5 +1,6 @@
-"""What a grading run writes: ``grades.csv``, ``canvas.csv``, the summary table and histogram,
-the per-student index pages.
+"""What a grading run writes (:func:`write_reports`): ``grades.csv``, ``canvas.csv``, the
+summary table and histogram (``summary.txt``), from the rows of ``rows.py``; the class report
+(``classreport.py``) and the feedback pages (``feedback.py``) beside them.
 
 ``grades.csv`` has one row per student and notebook (a notebook is one part of the
 assignment)::
@@ -12,24 +13,13 @@ assignment)::
                              extra_counted) and the most the notebook is worth
     extra_earned             an optional part: the points earned (autograded + manual); else ""
     extra_counted            an optional part: the points that count after ``[grade]
-                             extra_credit_cap`` (:func:`count_extra_credit`); else ""
+                             extra_credit_cap`` (``rows.count_extra_credit``); else ""
     flags                    ok, or any of: missing failed timeout tampered renamed needs-manual
                              review late (in words: the summary and class report show them as the
-                             letters of :data:`FLAG_CODES`)
+                             letters of ``rows.FLAG_CODES``; ``review`` is the instructor's only)
     file                     the file handed in that was graded
     cells                    every graded cell: grade_id=score/max
     notes                    why a flag was raised, in words
-
-The flag ``review`` and its notes (those starting with :data:`REVIEW_NOTE`) are for the
-instructor only: what the advisory scan (``tamper.py``) noted, worth no point either way. The
-pages and files a student sees (``student_page``, ``feedback.py``, Gradescope's
-``results.json``) show a row through :func:`for_student`, which leaves them out.
-
-Extra credit is capped: a student's optional parts add at most ``[grade] extra_credit_cap``
-points above the regular total. :func:`count_extra_credit` sets what counts of every optional
-part (``Row.counted``) once, when the rows are made (``grading.class_rows``); every output
-reads it (``Row.total``, :func:`extra_points`): grades.csv, the summary, the class report,
-canvas.csv, the feedback pages and Gradescope's score, which show earned and counted both.
 
 ``canvas.csv`` is the same grades in the layout of Canvas's gradebook import (see
 :func:`write_canvas` and the README's "Grades into the LMS").
@@ -39,108 +29,27 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from autograder.course import notebooks
-from autograder.reports import pages
+from autograder.course.config import Course
+from autograder.course.nbgrader_dir import GradingDir
+from autograder.reports.pages import num
+from autograder.reports.rows import (
+    FLAGS,
+    Row,
+    by_student,
+    extra_credit,
+    extra_points,
+    flag_code,
+    pending,
+    regular,
+)
 
-if TYPE_CHECKING:
-    from autograder.course.spec import Spec
-
-FLAGS = ("missing", "failed", "timeout", "tampered", "renamed", "needs-manual", "review", "late")
-# One letter per flag, for the summary and the class report (grades.csv keeps the words, which
-# scripts read); "L" is kept for a late hand-in.
-FLAG_CODES = {"missing": "M", "failed": "F", "timeout": "T", "tampered": "X", "renamed": "R",
-              "needs-manual": "W", "review": "S", "late": "L"}  # fmt: skip
-REVIEW = "review"  # the advisory scan noted code for the instructor to look at
-INSTRUCTOR_FLAGS = frozenset({REVIEW})  # never shown to the student
-REVIEW_NOTE = "review: "  # the start of every note of the scan's (instructor only)
 COLUMNS = ("student", "notebook", "extra_credit", "autograded", "autograded_max", "manual",
            "manual_max", "total", "max", "extra_earned", "extra_counted", "flags", "file",
            "cells", "notes")  # fmt: skip
-
-
-@dataclass
-class Row:
-    """One student's grade for one notebook."""
-
-    student: str
-    notebook: str
-    extra: bool = False  # an optional part: its points are extra credit, apart from the rest
-    autograded: float = 0.0
-    autograded_max: float = 0.0
-    manual: float = 0.0
-    manual_max: float = 0.0
-    flags: list[str] = field(default_factory=list)
-    file: str = ""
-    cells: dict[str, tuple[float, float]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    # behaviours the judge found wrong: (test, behaviour, points, why); not in grades.csv
-    lost: list[tuple[str, str, float, str]] = field(default_factory=list)
-    # the judge's verdict on each test (grade id -> ``spec.TestVerdict`` as JSON, every check
-    # passed or lost) and the seconds grading the notebook took: for the feedback pages and
-    # the class report, not in grades.csv
-    verdicts: dict[str, dict] = field(default_factory=dict)
-    seconds: float | None = None
-    # the first error in the student's own code when grading ({"cell", "words"}, fixed text),
-    # and the cells grading did not run (their outputs are the student's own): feedback only
-    first_error: dict | None = None
-    skipped: list[int] = field(default_factory=list)
-    # an optional part: the points that count after the cap (count_extra_credit); None: all
-    counted: float | None = None
-
-    @property
-    def earned(self) -> float:
-        """The notebook's points: its tests' and its written answers'."""
-        return self.autograded + self.manual
-
-    @property
-    def total(self) -> float:
-        """The points that count: those earned, for an optional part what the cap leaves."""
-        return self.earned if self.counted is None else self.counted
-
-    @property
-    def max(self) -> float:
-        return self.autograded_max + self.manual_max
-
-    @property
-    def flag_text(self) -> str:
-        ordered = [f for f in FLAGS if f in self.flags]
-        return ";".join(ordered) if ordered else "ok"
-
-    @property
-    def flag_codes(self) -> str:
-        """The flags as letters (:data:`FLAG_CODES`), in :data:`FLAGS`' order; "" for none."""
-        return "".join(flag_code(f) for f in FLAGS if f in self.flags)
-
-    def as_csv(self) -> dict[str, str]:
-        return {
-            "student": self.student,
-            "notebook": self.notebook,
-            "extra_credit": "yes" if self.extra else "no",
-            "autograded": num(self.autograded),
-            "autograded_max": num(self.autograded_max),
-            "manual": num(self.manual),
-            "manual_max": num(self.manual_max),
-            "total": num(self.total),
-            "max": num(self.max),
-            "extra_earned": num(self.earned) if self.extra else "",
-            "extra_counted": num(self.total) if self.extra else "",
-            "flags": self.flag_text,
-            "file": self.file,
-            "cells": " ".join(f"{k}={num(s)}/{num(m)}" for k, (s, m) in self.cells.items()),
-            "notes": " | ".join(self.notes),
-        }
-
-
-num = pages.num
-
-
-def flag_code(flag: str) -> str:
-    """The letter of ``flag`` (:data:`FLAG_CODES`); a flag without one keeps its word."""
-    return FLAG_CODES.get(flag, flag)
 
 
 def flag_legend(flags: tuple[str, ...] = FLAGS) -> str:
@@ -148,69 +57,11 @@ def flag_legend(flags: tuple[str, ...] = FLAGS) -> str:
     return ", ".join(f"{flag_code(f)} {f}" for f in flags)
 
 
-def for_student(row: Row) -> Row:
-    """``row`` as its student may see it: without the instructor-only flags and notes."""
-    return replace(
-        row,
-        flags=[f for f in row.flags if f not in INSTRUCTOR_FLAGS],
-        notes=[n for n in row.notes if not is_review_note(n)],
-    )
-
-
-def is_review_note(note: str) -> bool:
-    """Whether ``note`` is one of the advisory scan's (instructor only)."""
-    return note.startswith(REVIEW_NOTE)
-
-
-def empty_row(student: str, spec: Spec, extra: bool = False) -> Row:
-    """A row worth nothing yet, with the notebook's maximums."""
-    return Row(
-        student,
-        spec.name,
-        extra=extra,
-        autograded_max=spec.autograded_max,
-        manual_max=spec.manual_max,
-    )
-
-
-def regular(rows: list[Row]) -> list[Row]:
-    """The rows of the assignment's regular notebooks (not extra credit)."""
-    return [r for r in rows if not r.extra]
-
-
-def extra_credit(rows: list[Row]) -> list[Row]:
-    return [r for r in rows if r.extra]
-
-
-def count_extra_credit(rows: list[Row], cap: float) -> list[Row]:
-    """Apply ``[grade] extra_credit_cap``: set ``counted`` on every optional part of ``rows``
-    so that a student's extra credit adds at most ``cap`` points (0: none) above the regular
-    total. A student's optional parts count in the assignment's order until the cap is used
-    up. The one place the cap is applied (``grading.class_rows``); returns ``rows``."""
-    for srows in by_student(rows).values():
-        left = cap
-        for row in extra_credit(srows):
-            row.counted = round(max(0.0, min(row.earned, left)), 6)
-            left -= row.counted
-    return rows
-
-
-def extra_points(rows: list[Row]) -> tuple[float, float]:
-    """One student's extra credit: the points earned and those that count (after the cap)."""
-    optional = extra_credit(rows)
-    return sum(r.earned for r in optional), sum(r.total for r in optional)
-
-
 def extra_text(rows: list[Row]) -> str:
     """One student's extra credit in a few characters: ``+2`` counted, and ``(3.5)`` earned
     after it when the cap counted less."""
     earned, counted = extra_points(rows)
     return f"+{num(counted)}" + (f" ({num(earned)})" if earned > counted + 1e-9 else "")
-
-
-def pending(rows: list[Row]) -> bool:
-    """Whether any of ``rows`` has written answers not graded yet (its total is provisional)."""
-    return any("needs-manual" in r.flags for r in rows)
 
 
 def write_csv(rows: list[Row], path: Path) -> None:
@@ -221,13 +72,6 @@ def write_csv(rows: list[Row], path: Path) -> None:
     for row in rows:
         writer.writerow(row.as_csv())
     notebooks.write_bytes(path, buf.getvalue().encode())
-
-
-def by_student(rows: list[Row]) -> dict[str, list[Row]]:
-    students: dict[str, list[Row]] = {}
-    for row in rows:
-        students.setdefault(row.student, []).append(row)
-    return students
 
 
 def notebook_labels(names: list[str]) -> dict[str, str]:
@@ -302,48 +146,6 @@ def histogram(rows: list[Row], bins: int = 10, bar: int = 40) -> str:
     if waiting:
         lines.append(f"  pending: {waiting} student(s) with written answers not graded yet")
     return "\n".join(lines)
-
-
-FLAG_HELP = {
-    "missing": "no notebook with this name was handed in",
-    "failed": "the notebook could not be graded (see the note)",
-    "timeout": "a cell ran past the time limit and was stopped",
-    "tampered": "a test or locked cell was changed or deleted; the original was graded",
-    "renamed": "the notebook was handed in under another name",
-    "needs-manual": "written answers wait for a grader; the total will change",
-    "review": "the advisory scan noted code to look at (instructor only; no points changed)",
-    "late": "the LMS marked the file handed in late (its late policy applies there, not here)",
-}
-
-
-# --- HTML pages (templates/: pages.py) -------------------------------------------------------
-
-
-def student_page(
-    student: str, rows: list[Row], feedback_files: dict[str, str], extra_cap: float | None = None
-) -> str:
-    """A small HTML page for one student (``templates/student.html.j2``): points per notebook
-    (extra credit apart: earned and counted, ``extra_cap`` the cap), flags explained (not the
-    instructor-only ones), the behaviours lost, and links to the feedback page of each
-    notebook (``feedback_files``: notebook -> file)."""
-    earned, counted = extra_points(rows)
-    return pages.render(
-        "student.html.j2",
-        title=f"{student}: grades",
-        csp=pages.STRICT_CSP,
-        student=student,
-        total=sum(r.total for r in regular(rows)),
-        most=sum(r.max for r in regular(rows)),
-        bonus=counted,
-        earned=earned,
-        cap=extra_cap,
-        regular=[for_student(r) for r in regular(rows)],
-        extra=[for_student(r) for r in extra_credit(rows)],
-        lost=[(r.notebook, *item) for r in rows for item in r.lost],
-        files=feedback_files,
-        flags=FLAGS,
-        flag_help=FLAG_HELP,
-    )
 
 
 # --- the LMS export ---------------------------------------------------------------------------
@@ -451,3 +253,44 @@ def write_canvas(
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(canvas_rows(rows, column, roster))
     notebooks.write_bytes(path, buf.getvalue().encode())
+
+
+def write_reports(
+    course: Course, gdir: GradingDir, rows: list[Row], title: str, sandbox: list[str], log=print
+) -> None:
+    """grades.csv, canvas.csv, summary.txt, the class report (report.html and its PNGs) and
+    every student's feedback pages; print the summary and histogram (``sandbox``: what the
+    grading sandbox enforces, in words: ``grading.sandbox_lines``)."""
+    from autograder.reports import classreport, feedback
+
+    course.out_dir.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, course.out_dir / "grades.csv")
+    roster_file = course.grader_dir / "roster.csv"
+    roster = read_roster(roster_file) if roster_file.exists() else {}
+    unknown = sorted({r.student for r in rows} - set(roster)) if roster else []
+    if unknown:
+        log(f"  not in {roster_file.name}: {', '.join(unknown)} (canvas.csv names them by login)")
+    column = course.lms.canvas_column or course.assignment
+    canvas = write_canvas_file(rows, course.out_dir, column, roster)
+    waiting = waiting_students(rows)
+    if waiting:
+        log(f"  {len(waiting)} student(s) have written answers waiting for a grader: "
+            f"{canvas.name} is PROVISIONAL (those answers count 0); make formgrade, then "
+            "make feedback, writes canvas.csv once every answer is graded")  # fmt: skip
+    cap = course.grade.extra_credit_cap
+    feedback.write_feedback(gdir, rows, course.feedback.show_test_source, cap)
+    classreport.write_report(rows, course.out_dir, title, cap)
+    text = "\n\n".join(
+        [
+            f"Grades of {title}",
+            summary_table(rows, cap),
+            histogram(rows),
+            "\n".join(sandbox),
+            f"grades: {course.out_dir / 'grades.csv'} (Canvas: {canvas.name})\n"
+            f"class report: {course.out_dir / 'report.html'}\nfeedback: {gdir.feedback}/"
+            f"<student>/{gdir.assignment}/index.html\nwritten answers: make formgrade, then "
+            "make feedback",
+        ]
+    )
+    notebooks.write_bytes(course.out_dir / "summary.txt", (text + "\n").encode())
+    log(text)

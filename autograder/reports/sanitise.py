@@ -14,7 +14,7 @@ before this step existed are not: grade them again, ``--regrade``.)
 What each kind of content becomes (the pieces live in their own modules):
 
 Markdown cells, and ``text/markdown`` outputs
-    ``safemarkdown.sanitise_markdown``: raw HTML shown as text, unsafe link targets replaced,
+    ``safehtml.sanitise_markdown``: raw HTML shown as text, unsafe link targets replaced,
     images from elsewhere made links, checked by rendering it as nbconvert will. Cell
     attachments are kept only as valid base64 PNG, JPEG or GIF (an attachment with none left
     becomes a blank PNG, :data:`BLANK_PNG`, so its ``attachment:`` link still works).
@@ -64,9 +64,9 @@ from autograder.reports.safehtml import (
     mark_grader_lines,
     raster,
     sanitise_html,
+    sanitise_markdown,
     text_of,
 )
-from autograder.reports.safemarkdown import sanitise_markdown
 
 # A blank 1x1 PNG: stands in for an attachment that held no raster image.
 BLANK_PNG = (

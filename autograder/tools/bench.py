@@ -79,7 +79,7 @@ def time_grade(course: Course, jobs: int) -> tuple[float, float, list[float]]:
     if bad:
         print(f"warning: {len(bad)} notebook(s) not graded cleanly, e.g. {bad[0].as_csv()}")
     records = Records(gdir)
-    runs = [records.get(student) for student in grading.list_students(gdir)]
+    runs = [records.get(student) for student in nbgrader_dir.list_students(gdir)]
     per_notebook = [nb["seconds"] for run in runs if run for nb in run.worker["notebooks"].values()]
     return wall, cpu, per_notebook
 

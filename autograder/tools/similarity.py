@@ -29,11 +29,10 @@ from pathlib import Path
 import numpy as np
 from nbformat import NotebookNode
 
-from autograder.course import notebooks, spec
+from autograder.course import nbgrader_dir, notebooks, spec
 from autograder.course.config import Course, SimilaritySettings
 from autograder.course.nbgrader_dir import STUDENT_ID
 from autograder.handin import intake
-from autograder.marking.grading import class_dir, list_students
 from autograder.reports import pages
 from autograder.tools.similarity_match import (
     REFERENCE_PREFIX,
@@ -234,7 +233,7 @@ def find(
     no submission and ``demo_class`` is not False) with each other, with the course's solutions,
     and with ``reference``'s code (default: ``[similarity] reference``, if set)."""
     settings = course.similarity
-    gdir = class_dir(course, demo_class)
+    gdir = nbgrader_dir.class_dir(course, demo_class)
     if reference is None and settings.reference:
         reference = course.root / settings.reference
     if reference is not None and not reference.is_dir():
@@ -246,7 +245,7 @@ def find(
         report.solutions = course.solutions_dir.relative_to(course.root).as_posix()
     log(f"similarity of the answers in {gdir.submitted}")
     by_notebook: dict[str, list[Answer]] = {name: [] for name in released}
-    for student in list_students(gdir):
+    for student in nbgrader_dir.list_students(gdir):
         if not STUDENT_ID.fullmatch(student):
             report.skipped.append(f"{student!r}: skipped, not a usable student id")
             continue

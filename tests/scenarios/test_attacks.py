@@ -30,7 +30,7 @@ from test_sandbox import course_notebooks as sandbox_course
 
 from autograder.course import notebooks, spec
 from autograder.handin import tamper
-from autograder.reports import report
+from autograder.reports.rows import REVIEW_NOTE
 from helpers import ENV, ROOT, course_sources, grades, make_course, student_record
 
 MARK = "EXFIL-7f3e"  # in every string an attacker tries to carry out
@@ -394,11 +394,11 @@ def test_delegation_keeps_its_points_and_is_noted_for_the_instructor(graded):
     row = rows[("delegating", "1_attention")]
     assert float(row["autograded"]) == 5.0, row
     assert row["flags"] == "review", row
-    assert f"{report.REVIEW_NOTE}cell " in row["notes"]
+    assert f"{REVIEW_NOTE}cell " in row["notes"]
     assert tamper.RULES["delegation"] in row["notes"], row["notes"]
     pages = list((gdir.feedback / "delegating" / "a3").glob("*.html"))
     assert pages
     for page in pages:
         text = page.read_text(errors="replace")
-        assert tamper.RULES["delegation"] not in text and report.REVIEW_NOTE not in text, page
+        assert tamper.RULES["delegation"] not in text and REVIEW_NOTE not in text, page
     assert "review" not in rows[("victim-honest", "1_attention")]["flags"]

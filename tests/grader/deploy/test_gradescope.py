@@ -31,7 +31,7 @@ from autograder.deploy import gradescope
 from autograder.handin import collect, tamper
 from autograder.marking import canary
 from autograder.publish import release
-from autograder.reports import report
+from autograder.reports.rows import REVIEW, Row
 from helpers import ENV, ROOT, autograder, course_sources, graded_tiny_demo, grades, make_course
 
 SCHEMA = json.loads((ROOT / "tests" / "gradescope" / "results.schema.json").read_text())
@@ -268,7 +268,7 @@ def test_run_autograder_scores_equal_make_grade(course_zip, emulated):
             for key in ("autograded", "autograded_max", "manual_max", "flags", "file"):
                 want = row[key]
                 if key == "flags":  # the instructor-only flag is never in results.json
-                    want = ";".join(f for f in want.split(";") if f != report.REVIEW) or "ok"
+                    want = ";".join(f for f in want.split(";") if f != REVIEW) or "ok"
                 if seen[key] != want:
                     problems.append(f"{student} {nb} {key}: {seen[key]!r} != {want!r}")
     assert not problems, "\n".join(problems)
@@ -331,7 +331,7 @@ def test_results_leave_the_review_flag_and_notes_out(tmp_path):
     course = config.load(root)
     rows = []
     for name in course.notebooks():
-        row = report.Row(gradescope.STUDENT, name, autograded_max=2.0)
+        row = Row(gradescope.STUDENT, name, autograded_max=2.0)
         row.flags = ["failed", "review"]
         row.notes = ["the grader stopped", "review: cell 4 line 3: " + tamper.RULES["tracing"]]
         rows.append(row)

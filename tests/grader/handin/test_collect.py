@@ -27,6 +27,7 @@ from autograder.course.spec import spec_of
 from autograder.handin import intake
 from autograder.handin.collect import LMS_FILE, CollectError, ZipLimits, collect, match
 from autograder.reports import report
+from autograder.reports.rows import Row
 from helpers import ENV, FIXTURE, ROOT, course_sources, make_course
 
 MiB = 1024 * 1024
@@ -206,7 +207,7 @@ def test_late_files_and_resubmissions_as_grading_reads_them(course, tmp_path):
         found, _ = intake.read_student(gdir, student, src.released, specs, scan=False)
         seen[student] = found
         for name, entry in found.notebooks.items():
-            rows.append(report.Row(student, name, flags=entry.flags, file=entry.file))
+            rows.append(Row(student, name, flags=entry.flags, file=entry.file))
     entries = {(s, n): e for s, f in seen.items() for n, e in f.notebooks.items()}
     assert entries[("smithbob", "1_sums")].file == "1_sums-1.ipynb"
     assert entries[("smithbob", "2_words")].file == "2_words-2.ipynb"

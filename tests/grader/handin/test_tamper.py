@@ -24,7 +24,7 @@ from autograder.course.spec import spec_of, without_instructor_cells
 from autograder.deploy import shards
 from autograder.handin import intake, restore, tamper
 from autograder.publish import releasehistory
-from autograder.reports import report
+from autograder.reports.rows import is_review_note
 from helpers import ROOT, make_course
 
 SETUP = """\
@@ -479,7 +479,7 @@ def test_the_intake_stages_the_students_code_as_written(tmp_path):
     entry = seen.notebooks["nb"]
     assert set(entry.flags) == {"tampered", "review"}
     assert "edited locked cell t0" in entry.notes
-    review = [n for n in entry.notes if report.is_review_note(n)]
+    review = [n for n in entry.notes if is_review_note(n)]
     assert review == [
         "review: cell 3 line 1: " + tamper.RULES["patch"],
         "review: cell 3 line 3: " + tamper.RULES["tracing"],
@@ -501,7 +501,7 @@ def test_the_intake_lists_five_findings_then_counts(tmp_path):
     seen, _ = intake.read_student(gdir, "s1", {"nb": released}, {"nb": spec_of(released, "nb")})
     notes = seen.notebooks["nb"].notes
     assert len(notes) == 6 and notes[-1] == "review: and 2 more"
-    assert all(report.is_review_note(n) for n in notes)
+    assert all(is_review_note(n) for n in notes)
 
 
 def test_no_scan_no_review(tmp_path):

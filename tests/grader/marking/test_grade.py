@@ -423,16 +423,17 @@ def test_intake_repairs_what_grading_does_not_need():
 
 
 def test_extra_credit_is_shown_apart():
-    from autograder.reports import report
+    from autograder.reports import feedback, report
+    from autograder.reports.rows import empty_row
 
     spec = Spec("1_x", {}, (), graded=(GradedCell("t", 2.0, True),))
     extra = Spec("5_x", {}, (), graded=(GradedCell("u", 1.0, True),))
-    done = report.empty_row("ann", spec)
+    done = empty_row("ann", spec)
     done.autograded = 2.0
-    bonus = report.empty_row("ann", extra, extra=True)
+    bonus = empty_row("ann", extra, extra=True)
     bonus.autograded = 0.5
-    skipped = report.empty_row("bob", spec)
-    absent = report.empty_row("bob", extra, extra=True)
+    skipped = empty_row("bob", spec)
+    absent = empty_row("bob", extra, extra=True)
     absent.notes.append("extra credit: not handed in")
     rows = [done, bonus, skipped, absent]
     table = report.summary_table(rows).splitlines()
@@ -440,7 +441,7 @@ def test_extra_credit_is_shown_apart():
     assert table[2].split()[-3:] == ["2/2", "+0.5", "ok"]
     assert table[3].split()[-3:] == ["0/2", "+0", "ok"]  # no flag for the absent extra
     assert "extra credit left out" in report.histogram(rows)
-    page = report.student_page("ann", [done, bonus], {})
+    page = feedback.student_page("ann", [done, bonus], {})
     assert "2 / 2" in page and "0.5</b> extra credit" in page
     assert [r.as_csv()["extra_credit"] for r in rows] == ["no", "yes", "no", "yes"]
 

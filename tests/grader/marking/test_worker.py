@@ -18,7 +18,8 @@ import pytest
 from autograder.course import config, nbgrader_dir, notebooks
 from autograder.course.spec import SKIP_TAG, JudgeCell, Spec, grade_id, spec_of, tags
 from autograder.kernels import processes
-from autograder.marking import launcher, worker
+from autograder.marking import launcher
+from autograder.reports.rows import RERUN_NOTE
 from helpers import ROOT, autograder, grades, student_record
 
 
@@ -190,7 +191,7 @@ def test_a_helper_reading_a_name_a_skipped_cell_binds_keeps_full_marks(helper_cl
     assert row["flags"] == "ok", row  # no flag (the written answer as released: no grading)
     done = student_record(gdir.root, student)["worker"]["notebooks"]["1_sums"]
     assert done.get("rerun") is rerun, done
-    assert (worker.RERUN_NOTE in row["notes"]) is bool(rerun), row["notes"]
+    assert (RERUN_NOTE in row["notes"]) is bool(rerun), row["notes"]
     if rerun is None:  # the "training" cell ran the first time; the timed one did not
         graded = notebooks.read(gdir.autograded / student / "a3" / "1_sums.ipynb")
         skipped = [graded.cells[i].source for i in done["skipped"]]

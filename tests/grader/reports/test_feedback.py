@@ -22,8 +22,9 @@ import pytest
 from autograder.course import config, gradebook, spec
 from autograder.deploy import gradescope
 from autograder.handin import tamper
-from autograder.marking import grading
-from autograder.reports import feedback, report
+from autograder.marking.records import Records
+from autograder.reports import feedback
+from autograder.reports.rows import Row, class_rows
 from helpers import autograder, course_sources, grades, make_course
 
 HOSTILE = (
@@ -184,7 +185,7 @@ def test_extra_credit_is_capped_in_every_output(graded):
         text = page(gdir, "full", "2_words")
         assert "Points: <b>2 / 2</b>" in text and "1 of these count" in text
         course = config.load(root)
-        rows = grading.class_rows(course, gdir, ["full"], 20, {})
+        rows = class_rows(course, gdir, ["full"], 20, {}, Records(gdir))
         mine = [dataclasses.replace(r, student=gradescope.STUDENT) for r in rows]
         result = gradescope.results(course, gdir, mine, None, [], 1.0, [])
         assert result["score"] == 3  # 1_sums' 2 autograded points, 1 of 2_words' 2
@@ -217,8 +218,8 @@ def test_review_is_for_the_instructor_only(graded):
     assert "needs-manual" in pages["1_sums.html"] and "needs-manual" in pages["index.html"]
 
 
-def _row_for_review() -> report.Row:
-    row = report.Row("ann", "1_sums", autograded=1.0, autograded_max=1.0)
+def _row_for_review() -> Row:
+    row = Row("ann", "1_sums", autograded=1.0, autograded_max=1.0)
     row.flags = ["tampered", "review"]
     row.notes = ["edited locked cell test_add", "review: cell 3 line 2: uses ctypes"]
     return row
@@ -228,7 +229,7 @@ def test_pages_leave_the_review_flag_and_notes_out():
     row = _row_for_review()
     info = feedback.Material("1_sums", (), (), ())
     page = feedback.notebook_page(row, info, gradebook.Marks(), {})
-    index = report.student_page("ann", [row], {"1_sums": "1_sums.html"})
+    index = feedback.student_page("ann", [row], {"1_sums": "1_sums.html"})
     for text in (page, index):
         assert "tampered" in text and "edited locked cell test_add" in text  # the course's cells
         assert "review" not in text and "ctypes" not in text
@@ -240,7 +241,7 @@ def test_every_value_on_the_pages_is_escaped():
     message, an error, a file name in a note, a comment) never becomes markup; only the
     Markdown that render_markdown made inert does."""
     evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
-    row = report.Row("ann", "1_sums", autograded=0.5, autograded_max=1.0, manual=0.0,
+    row = Row("ann", "1_sums", autograded=0.5, autograded_max=1.0, manual=0.0,
                      manual_max=1.0)  # fmt: skip
     row.flags, row.notes = ["renamed"], [f"handed in as {evil}.ipynb"]
     check = {"passed": False, "description": f"add {evil}", "points": 0.5, "message": evil}
@@ -256,7 +257,7 @@ def test_every_value_on_the_pages_is_escaped():
     marks = gradebook.Marks(comments={"q1": evil, "add": evil})
     own = {"q1": [nbformat.v4.new_output("stream", name="stdout", text=evil)]}
     page = feedback.notebook_page(row, info, marks, {"q1": (evil, {})}, True, own)
-    index = report.student_page("ann", [row], {"1_sums": "1_sums.html"})
+    index = feedback.student_page("ann", [row], {"1_sums": "1_sums.html"})
     for text in (page, index):
         assert "<script" not in text and "<img src=x" not in text
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text

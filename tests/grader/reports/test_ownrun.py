@@ -21,7 +21,8 @@ from autograder.course import gradebook
 from autograder.course.spec import ANY_NAME, SKIP_TAG, Spec, names_of, spec_of
 from autograder.marking import worker
 from autograder.publish import releasechecks
-from autograder.reports import feedback, ownrun, report, safehtml, sanitise
+from autograder.reports import feedback, ownrun, safehtml, sanitise
+from autograder.reports.rows import Row
 
 PNG = (  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -237,7 +238,7 @@ def test_feedback_shows_own_results_beside_the_answer_and_the_first_error_first(
     assert feedback.own_results(feedback.graded_copy(path), [2]) == {"q1": own["q1"][:1]}
     found = worker.inspect(path, [2, 3])
     assert found["first_error"] == {"cell": "answer", "words": "your code raised NameError"}
-    row = report.Row("ann", "nb", autograded_max=1, manual_max=1, skipped=[2, 3])
+    row = Row("ann", "nb", autograded_max=1, manual_max=1, skipped=[2, 3])
     row.first_error = found["first_error"]
     info = feedback.Material("nb", (), (feedback.Written("q1", 1.0, "<p>Which words?</p>"),), ())
     page = feedback.notebook_page(row, info, gradebook.Marks(), {"q1": ("my answer", {})},
@@ -319,40 +320,3 @@ def test_make_grade_shows_own_outputs_framed_bounded_and_marked(tmp_path):
         assert safehtml.STUDENT_MARK + line in framed.data["text/html"]
         assert safehtml.STUDENT_MARK + line in page
     assert "\n[autograder] This cell was run" not in page.replace("<pre>", "\n")
-
-
-def test_one_students_intake_has_a_deadline(tmp_path, monkeypatch):
-    """A hand-in whose intake never ends (here: reading its own outputs) fails that student
-    alone, at the deadline; the next student's intake goes on."""
-    from autograder.course import config
-    from autograder.handin import intake
-    from autograder.marking import grading
-    from autograder.marking.records import Records
-    from helpers import course_sources, make_course
-
-    root = make_course(tmp_path / "course")
-    src, gdir = course_sources(root)
-    for student in ("slow", "ann"):
-        folder = gdir.submitted / student / "a3"
-        folder.mkdir(parents=True)
-        for name in ("1_sums", "2_words"):
-            (folder / f"{name}.ipynb").write_text(nbformat.writes(src.solved(name)))
-    real = ownrun.attach
-
-    def attach(nb, path, spec):
-        while "slow" in str(path):  # a hand-in that costs without end
-            time.sleep(0.01)
-        return real(nb, path, spec)
-
-    monkeypatch.setattr(ownrun, "attach", attach)
-    monkeypatch.setattr(grading, "INTAKE_SECONDS", 2)
-    course = config.load(root)
-    plan = grading.make_plan(course, gdir)
-    start = time.perf_counter()
-    runs, _, _ = grading.intake_class(course, plan, ["slow", "ann"], Records(gdir))
-    assert time.perf_counter() - start < 60
-    slow = intake.StudentIntake.from_dict(runs["slow"].intake)
-    assert all("failed" in entry.flags for entry in slow.notebooks.values())
-    assert "took over 2 s" in slow.notebooks["1_sums"].notes[0]
-    ann = intake.StudentIntake.from_dict(runs["ann"].intake)
-    assert all(entry.staged and not entry.flags for entry in ann.notebooks.values())

@@ -22,7 +22,16 @@ import pytest
 from browser import Browser
 
 from autograder.course import spec
-from autograder.reports import classreport, report
+from autograder.reports import classreport, feedback, report
+from autograder.reports.rows import (
+    FLAG_CODES,
+    FLAGS,
+    REVIEW,
+    Row,
+    count_extra_credit,
+    extra_points,
+    for_student,
+)
 from helpers import autograder, course_sources, make_course
 
 
@@ -37,12 +46,12 @@ def verdict(gid: str, points: float, checks: list[tuple[str, float, bool, str]])
     }
 
 
-def crafted_rows() -> list[report.Row]:
+def crafted_rows() -> list[Row]:
     rows = []
     bad = "shape (3, 5), expected (5, 3) <script>x</script>"
     outcomes = {"ann": (True, True), "bob": (True, False), "cid": (False, False)}
     for student, (first, second) in outcomes.items():
-        row = report.Row(student, "1_gru", autograded_max=1.0, manual_max=1.0, seconds=12.5)
+        row = Row(student, "1_gru", autograded_max=1.0, manual_max=1.0, seconds=12.5)
         row.verdicts = {
             "test_shape": verdict("test_shape", 0.4, [("shape", 0.4, first, "" if first else bad)]),
             "test_value": verdict(
@@ -52,7 +61,7 @@ def crafted_rows() -> list[report.Row]:
         row.autograded = sum(v["score"] for v in row.verdicts.values())
         row.flags = ["needs-manual"]
         rows.append(row)
-        extra = report.Row(student, "5_extra", extra=True, autograded_max=2.0)
+        extra = Row(student, "5_extra", extra=True, autograded_max=2.0)
         extra.flags = ["missing"] if student != "ann" else []
         if student == "ann":
             extra.verdicts = {"test_x": verdict("test_x", 2.0, [("x", 2.0, True, "")])}
@@ -79,7 +88,7 @@ def test_pass_rates_messages_and_flags():
 
 def test_review_is_counted_and_listed_for_the_instructor():
     rows = crafted_rows()
-    rows[2].flags.append(report.REVIEW)  # bob's 1_gru
+    rows[2].flags.append(REVIEW)  # bob's 1_gru
     rows[2].notes += ["renamed: a note of the intake's", "review: cell 3 line 2: uses ctypes"]
     stats = classreport.gather(rows)
     assert stats["1_gru"].flags["review"] == 1
@@ -92,7 +101,7 @@ def test_review_is_counted_and_listed_for_the_instructor():
     summary = report.summary_table(rows)
     assert "bob" in summary and "1:WS 5:M" in summary  # the flags as letters, per notebook
     assert "M missing, W needs-manual, S review" in summary  # and their legend
-    seen = report.for_student(rows[2])
+    seen = for_student(rows[2])
     assert seen.flags == ["needs-manual"] and seen.notes == ["renamed: a note of the intake's"]
     nothing = classreport.page(classreport.gather(crafted_rows()), crafted_rows(), [], "x")
     assert "nothing noted" in nothing
@@ -135,12 +144,12 @@ def test_pending_written_answers_are_not_zeros_in_the_class_report(tmp_path):
 def test_flags_are_letters_with_a_legend():
     """The summary's flags column (about 230 characters per student for a notebook each
     waiting for a grader) is one code per notebook, with a legend; grades.csv keeps the words."""
-    codes = [report.FLAG_CODES[f] for f in report.FLAGS]
+    codes = [FLAG_CODES[f] for f in FLAGS]
     assert len(set(codes)) == len(codes) and all(len(c) == 1 for c in codes)
-    assert "L" in report.FLAG_CODES.values()  # kept for a late hand-in
+    assert "L" in FLAG_CODES.values()  # kept for a late hand-in
     names = ["1_gru", "2_additive_attention", "3_transformer", "4_bert", "5a_decoding",
              "5b_copying_subwords", "6a_cove", "6b_segment_attention"]  # fmt: skip
-    rows = [report.Row("ann", n, autograded_max=1, manual_max=1, flags=["needs-manual"])
+    rows = [Row("ann", n, autograded_max=1, manual_max=1, flags=["needs-manual"])
             for n in names]  # fmt: skip
     rows[2].flags.append("timeout")
     line = report.summary_table(rows).splitlines()[2]
@@ -162,12 +171,12 @@ def test_extra_credit_counts_up_to_the_cap():
     index page show the points earned and those counted."""
     rows = []
     for student, points in {"ann": (1.5, 1.0, 0.8), "bob": (0.5, 0.0, 1.0)}.items():
-        rows.append(report.Row(student, "1_gru", autograded=1, autograded_max=1))
+        rows.append(Row(student, "1_gru", autograded=1, autograded_max=1))
         for name, got in zip(("5a_decoding", "5b_copy", "6a_cove"), points, strict=True):
-            rows.append(report.Row(student, name, extra=True, autograded=got, autograded_max=2))
-    report.count_extra_credit(rows, 2)
+            rows.append(Row(student, name, extra=True, autograded=got, autograded_max=2))
+    count_extra_credit(rows, 2)
     assert [r.total for r in rows if r.extra] == [1.5, 0.5, 0.0, 0.5, 0.0, 1.0]
-    assert report.extra_points(rows[:4]) == (3.3, 2.0)
+    assert extra_points(rows[:4]) == (3.3, 2.0)
     csv_row = rows[2].as_csv()  # ann's 5b: earned 1, counted 0.5
     assert (csv_row["extra_earned"], csv_row["extra_counted"], csv_row["total"]) == (
         "1", "0.5", "0.5"
@@ -180,7 +189,7 @@ def test_extra_credit_counts_up_to_the_cap():
     assert "at most +2 above the total" in "\n".join(summary)
     table = report.canvas_rows(rows, "a3")
     assert table[2][-1] == "3" and table[3][-1] == "2.5"  # 1 + 2 (not 3.3), 1 + 1.5
-    page = report.student_page("ann", rows[:4], {}, 2)
+    page = feedback.student_page("ann", rows[:4], {}, 2)
     assert "<b>2</b> extra credit" in page and "earned: 3.3" in page
     assert "at most 2 point(s) above the total: you earned 3.3, and 2 count" in page
     assert "counted: 0.5" in page  # 5b's row: earned 1, 0.5 of it counts
@@ -189,7 +198,7 @@ def test_extra_credit_counts_up_to_the_cap():
     assert (totals.extra_most, totals.extra_counts) == (6.0, 2.0)
     html = classreport.page(classreport.gather(rows), rows, [], "a test class", 2)
     assert "extra credit counted</b> (every student, at most 2)" in html
-    report.count_extra_credit(rows, 0)  # 0: extra credit is shown, and adds nothing
+    count_extra_credit(rows, 0)  # 0: extra credit is shown, and adds nothing
     assert all(r.total == 0 for r in rows if r.extra)
     assert report.canvas_rows(rows, "a3")[2][-1] == "1"
 
@@ -309,7 +318,7 @@ def test_make_grade_writes_the_report_and_canvas_csv(graded_class):
 
 def test_canvas_csv_only_when_every_grade_is_complete(tmp_path):
     def row(student, flags):
-        return report.Row(student, "nb", autograded=1, autograded_max=1, manual_max=1, flags=flags)
+        return Row(student, "nb", autograded=1, autograded_max=1, manual_max=1, flags=flags)
 
     stale = tmp_path / "canvas.csv"
     stale.write_text("old, complete-looking grades\n")

@@ -1,4 +1,4 @@
-"""Student markup made inert (autograder/reports/sanitise.py, safehtml.py, safemarkdown.py): one
+"""Student markup made inert (autograder/reports/sanitise.py, safehtml.py): one
 test per kind of payload.
 
 Each test puts a payload into a notebook next to legitimate content, sanitises it as the
@@ -21,9 +21,13 @@ import pytest
 from bleach import html5lib_shim
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from autograder.reports import gradernotes, safehtml, safemarkdown, sanitise
-from autograder.reports.safehtml import safe_url, sanitise_html
-from autograder.reports.safemarkdown import markdown_problems, sanitise_markdown
+from autograder.reports import gradernotes, safehtml, sanitise
+from autograder.reports.safehtml import (
+    markdown_problems,
+    safe_url,
+    sanitise_html,
+    sanitise_markdown,
+)
 from autograder.reports.sanitise import SanitiseOutputs, sanitise_notebook
 from helpers import ROOT
 
@@ -444,7 +448,7 @@ def test_unrenderable_markdown_is_shown_as_text():
     tricky = "- a\n\n        ```\n  <img src=x onerror=alert(1)>\n"  # a fence only to the scanner
     out = sanitise_markdown(tricky)
     assert out.startswith("````text\n") and not markdown_problems(out)
-    assert "<img" not in safemarkdown._render_markdown(out, {})
+    assert "<img" not in safehtml._render_markdown(out, {})
 
 
 def test_long_markdown_is_fast():
@@ -519,7 +523,7 @@ def test_remote_images_become_plain_links():
     for src in ("https://tracker.example/p.png", "http://2130706433:8888/x", "//0x7f000001/x"):
         out = sanitise_markdown(f"see ![plot]({src}) and ![][ref]\n\n[ref]: {src}")
         assert f"[plot]({src})" in out and "![" not in out, out
-        assert "<img" not in safemarkdown._render_markdown(out, {})
+        assert "<img" not in safehtml._render_markdown(out, {})
         cleaned = sanitise_html(f'<p><img src="{src}" alt="my plot"></p>')
         assert "<img" not in cleaned and "[image: my plot]" in cleaned, cleaned
     inline = f'<img src="data:image/png;base64,{PNG}">'

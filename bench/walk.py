@@ -138,7 +138,7 @@ def callees(code: Code, key: Key) -> list[Key]:
     for call in ast.walk(node):
         if not isinstance(call, ast.Call):
             continue
-        handed = [a for a in [*call.args, *(k.value for k in call.keywords)]]
+        handed = [*call.args, *(k.value for k in call.keywords)]
         for expr in [call.func, *(a for a in handed if isinstance(a, (ast.Name, ast.Attribute)))]:
             target = _resolve(code, module, cls, expr)
             if target and target != key:

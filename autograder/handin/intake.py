@@ -500,6 +500,12 @@ def timed_out(student: str, names: list[str]) -> StudentIntake:
     return seen
 
 
+def refused_ids(students: list[str]) -> dict[str, str]:
+    """The ids of ``students`` that grading refuses (not ``nbgrader_dir.STUDENT_ID``), each
+    with why (:data:`UNUSABLE_ID`): ``make grade`` and ``make feedback`` list them alike."""
+    return {s: UNUSABLE_ID for s in students if not STUDENT_ID.fullmatch(s)}
+
+
 def _fingerprint(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -511,16 +517,15 @@ def intake_class(
     each within :data:`INTAKE_SECONDS`, their own outputs of tagged cells attached, bounded
     (``ownrun.attach``). Returns, by student, the fingerprint of what grading will grade (the
     assignment, ``cell_timeout`` and the staged notebooks) and the intake
-    (``StudentIntake.to_dict``), and the ids grading refuses (:data:`UNUSABLE_ID`)."""
+    (``StudentIntake.to_dict``), and the ids grading refuses (:func:`refused_ids`)."""
     names = course.notebooks()
     released = {n: notebooks.read(gdir.release / f"{n}.ipynb") for n in names}
     judges = read_specs(gdir.judges, names)
     assignment_hash = gdir.source_stamp.read_text().strip()
     taken: dict[str, tuple[str, dict]] = {}
-    refused: dict[str, str] = {}
+    refused = refused_ids(chosen)
     for student in chosen:
-        if not STUDENT_ID.fullmatch(student):
-            refused[student] = UNUSABLE_ID
+        if student in refused:
             continue
         try:  # a deadline per student: one hand-in can only cost its own grade
             with intake_deadline(INTAKE_SECONDS):

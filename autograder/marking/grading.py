@@ -42,7 +42,7 @@ from typing import Protocol
 from autograder.course import demo, nbgrader_dir
 from autograder.course.config import Course, usable_cpus
 from autograder.course.gradebook import zero_notebooks
-from autograder.course.nbgrader_dir import STUDENT_ID, GradingDir
+from autograder.course.nbgrader_dir import GradingDir
 from autograder.handin import intake
 from autograder.marking import canary, launcher
 from autograder.marking.records import Records, StudentRun
@@ -351,8 +351,8 @@ def rewrite_reports(course: Course, demo_class: bool | None = None, log=print) -
     limit = default_cell_timeout(course, gdir)
     with exclusive(gdir):
         everyone = nbgrader_dir.list_students(gdir)
-        unusable = {s: intake.UNUSABLE_ID for s in everyone if not STUDENT_ID.fullmatch(s)}
-        rows = class_rows(course, gdir, everyone, limit, unusable, Records(gdir))
+        refused = intake.refused_ids(everyone)
+        rows = class_rows(course, gdir, everyone, limit, refused, Records(gdir))
         title = f"{class_title(gdir)} (from the gradebook)"
         report.write_reports(course, gdir, rows, title, sandbox_lines(course), log)
     return rows

@@ -69,3 +69,13 @@ def test_unusable_ids_are_refused_and_the_fingerprint_follows_what_is_graded(tmp
     assert intake.intake_class(course, gdir, ["ann"], 31)[0]["ann"][0] != fingerprint
     (gdir.submitted / "ann" / "a3" / "2_words.ipynb").unlink()
     assert intake.intake_class(course, gdir, ["ann"], 30)[0]["ann"][0] != fingerprint
+
+
+def test_refused_ids_are_those_grading_cannot_use():
+    """``make grade`` and ``make feedback`` refuse the same ids, with the same words."""
+    students = ["ann", "-rf", "..", "b.o_b@x+1", "with space", "Ann2"]
+    assert intake.refused_ids(students) == {
+        "-rf": intake.UNUSABLE_ID,
+        "..": intake.UNUSABLE_ID,
+        "with space": intake.UNUSABLE_ID,
+    }
